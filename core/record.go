@@ -1,0 +1,136 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the state of a stored record. The zero value is not a valid
+// status.
+type Status string
+
+const (
+	// StatusInProgress marks a record whose handler is running under a lease.
+	StatusInProgress Status = "in_progress"
+	// StatusSucceeded marks a record whose handler succeeded; its result is kept.
+	StatusSucceeded Status = "succeeded"
+	// StatusFailed marks a record whose handler failed, permanently or
+	// retryably (see Record.Retryable).
+	StatusFailed Status = "failed"
+)
+
+// Valid reports whether s is one of the three statuses.
+func (s Status) Valid() bool {
+	return s == StatusInProgress || s == StatusSucceeded || s == StatusFailed
+}
+
+// Record is what a store keeps for one idempotency key. Records are values:
+// the transition functions return a new Record and never modify their input.
+type Record struct {
+	// Key is the stored idempotency key (already validated or hashed).
+	Key string
+	// Fingerprint is the hex SHA-256 of the canonical payload (see Fingerprint).
+	Fingerprint string
+	// Status is the record's state.
+	Status Status
+	// LeaseToken identifies the holder of the current lease: the fencing
+	// token a completion must present. It is kept after completion.
+	LeaseToken string
+	// LeaseUntil is when the lease of an in-progress record ends.
+	LeaseUntil time.Time
+	// ExpiresAt is the end of retention: from then on the record counts as
+	// absent, whether or not the store has deleted it yet.
+	ExpiresAt time.Time
+	// Attempts is the number of executions started for this key, across
+	// deliveries, including the current one of an in-progress record.
+	Attempts int
+	// Result is the stored result of a succeeded record (nil if omitted).
+	Result []byte
+	// ResultOmitted reports that a succeeded record's result was too large
+	// to keep: the outcome is known, its body is not.
+	ResultOmitted bool
+	// Retryable reports, for a failed record, that the failure was transient
+	// and a later delivery may execute again while attempts are left.
+	Retryable bool
+	// Error is the message of a failed record's error.
+	Error string
+	// UpdatedAt is when the record was last written.
+	UpdatedAt time.Time
+}
+
+// Expired reports whether the record's retention has ended at now. A record
+// with a zero ExpiresAt never expires.
+func (r *Record) Expired(now time.Time) bool {
+	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+}
+
+// LeaseExpired reports whether an in-progress record's lease has ended at now.
+func (r *Record) LeaseExpired(now time.Time) bool {
+	return !now.Before(r.LeaseUntil)
+}
+
+// String describes the record for logs and test failures, without the result.
+func (r Record) String() string {
+	return fmt.Sprintf("{key=%s status=%s attempts=%d lease_until=%s expires_at=%s retryable=%v}",
+		r.Key, r.Status, r.Attempts, r.LeaseUntil.Format(time.RFC3339Nano), r.ExpiresAt.Format(time.RFC3339Nano), r.Retryable)
+}
+
+// Reserve returns the in-progress record that a new execution writes: from
+// nothing (prev nil, or prev past retention at now) it is attempt 1; over an
+// expired lease or a retryable failure it continues prev's attempt count. The
+// lease ends at leaseUntil and retention at now+retention.
+func Reserve(key, fingerprint, token string, prev *Record, now, leaseUntil time.Time, retention time.Duration) Record {
+	attempts := 1
+	if prev != nil && !prev.Expired(now) {
+		attempts = prev.Attempts + 1
+	}
+	return Record{
+		Key:         key,
+		Fingerprint: fingerprint,
+		Status:      StatusInProgress,
+		LeaseToken:  token,
+		LeaseUntil:  leaseUntil,
+		ExpiresAt:   now.Add(retention),
+		Attempts:    attempts,
+		UpdatedAt:   now,
+	}
+}
+
+// Retry returns rec, still in progress under the same lease, with one more
+// attempt counted: an in-process retry after a transient error.
+func Retry(rec Record, now time.Time) Record {
+	rec.Attempts++
+	rec.UpdatedAt = now
+	return rec
+}
+
+// Succeed returns rec completed as succeeded with result, retained until
+// now+retention.
+func Succeed(rec Record, result []byte, now time.Time, retention time.Duration) Record {
+	rec.Status = StatusSucceeded
+	rec.Result = result
+	rec.ResultOmitted = false
+	rec.Retryable = false
+	rec.Error = ""
+	rec.LeaseUntil = time.Time{}
+	rec.ExpiresAt = now.Add(retention)
+	rec.UpdatedAt = now
+	return rec
+}
+
+// Fail returns rec completed as failed with the message of err; retryable
+// says whether a later delivery may execute again.
+func Fail(rec Record, err error, retryable bool, now time.Time, retention time.Duration) Record {
+	rec.Status = StatusFailed
+	rec.Result = nil
+	rec.ResultOmitted = false
+	rec.Retryable = retryable
+	rec.Error = ""
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	rec.LeaseUntil = time.Time{}
+	rec.ExpiresAt = now.Add(retention)
+	rec.UpdatedAt = now
+	return rec
+}

@@ -1,0 +1,97 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// Store is an in-memory idem.Store. The zero value is an empty store ready
+// for use; it is safe for concurrent use (one mutex guards the map). A Store
+// must not be copied after first use.
+type Store struct {
+	mu      sync.Mutex // guards records
+	records map[string]core.Record
+}
+
+// New returns an empty Store.
+func New() *Store { return &Store{} }
+
+var _ idem.Store = (*Store)(nil)
+
+func clone(r core.Record) core.Record {
+	if r.Result != nil {
+		r.Result = append([]byte(nil), r.Result...)
+	}
+	return r
+}
+
+// Reserve implements idem.Store.Reserve atomically under the store's lock.
+func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if rec.Status != core.StatusInProgress {
+		return fmt.Errorf("memstore: reserve needs an in_progress record, got %q", rec.Status)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.records[rec.Key]
+	if ok && !cur.Expired(now) {
+		matches := prev != nil && cur.LeaseToken == prev.LeaseToken && cur.Status == prev.Status
+		allowed := cur.Status == core.StatusInProgress && cur.LeaseExpired(now) ||
+			cur.Status == core.StatusFailed && cur.Retryable
+		if !matches || !allowed {
+			return &idem.ConflictError{Existing: clone(cur)}
+		}
+	}
+	if s.records == nil {
+		s.records = make(map[string]core.Record)
+	}
+	s.records[rec.Key] = clone(rec)
+	return nil
+}
+
+// Complete implements idem.Store.Complete atomically under the store's lock.
+// Results of any size are kept.
+func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return core.Record{}, err
+	}
+	if rec.Status != core.StatusSucceeded && rec.Status != core.StatusFailed {
+		return core.Record{}, fmt.Errorf("memstore: complete needs a succeeded or failed record, got %q", rec.Status)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.records[rec.Key]
+	if !ok || cur.Status != core.StatusInProgress || cur.LeaseToken != rec.LeaseToken {
+		return core.Record{}, fmt.Errorf("memstore: key %s: %w", rec.Key, idem.ErrLeaseLost)
+	}
+	s.records[rec.Key] = clone(rec)
+	return clone(rec), nil
+}
+
+// Get implements idem.Store.Get.
+func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return core.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.records[key]
+	if !ok || cur.Expired(now) {
+		return core.Record{}, fmt.Errorf("memstore: key %s: %w", key, idem.ErrNotFound)
+	}
+	return clone(cur), nil
+}
+
+// Len returns the number of records held, expired ones included.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.records)
+}
