@@ -1,0 +1,341 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// Racers is the number of goroutines of the reservation race.
+const Racers = 64
+
+// Run runs the conformance suite against the stores newStore returns.
+func Run(t *testing.T, newStore func(t *testing.T) idem.Store) {
+	t.Helper()
+	run := newRunID()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			e := &env{t: t, s: s, prefix: fmt.Sprintf("st:%s:%s:", run, tc.name), t0: time.Now().Truncate(time.Second)}
+			tc.fn(e)
+		})
+	}
+}
+
+func newRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+type env struct {
+	t      *testing.T
+	s      idem.Store
+	prefix string
+	t0     time.Time
+	n      int
+}
+
+func (e *env) key() string {
+	e.n++
+	return fmt.Sprintf("%sk%d", e.prefix, e.n)
+}
+
+func (e *env) at(sec int) time.Time { return e.t0.Add(time.Duration(sec) * time.Second) }
+
+const (
+	fp        = "5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef"
+	retention = time.Hour
+)
+
+// reserve builds and writes a reservation at second sec with a lease of
+// leaseSec seconds.
+func (e *env) reserve(key, token string, prev *core.Record, sec, leaseSec int) (core.Record, error) {
+	now := e.at(sec)
+	rec := core.Reserve(key, fp, token, prev, now, now.Add(time.Duration(leaseSec)*time.Second), retention)
+	return rec, e.s.Reserve(context.Background(), rec, prev, now)
+}
+
+func (e *env) mustReserve(key, token string, prev *core.Record, sec, leaseSec int) core.Record {
+	e.t.Helper()
+	rec, err := e.reserve(key, token, prev, sec, leaseSec)
+	if err != nil {
+		e.t.Fatalf("Reserve(%s, token %s) at t0+%ds = %v, want nil", key, token, sec, err)
+	}
+	return rec
+}
+
+func (e *env) mustComplete(rec core.Record) core.Record {
+	e.t.Helper()
+	got, err := e.s.Complete(context.Background(), rec)
+	if err != nil {
+		e.t.Fatalf("Complete(%s, %s, token %s) = %v, want nil", rec.Key, rec.Status, rec.LeaseToken, err)
+	}
+	return got
+}
+
+func (e *env) conflict(err error, wantToken string, wantStatus core.Status) core.Record {
+	e.t.Helper()
+	var ce *idem.ConflictError
+	if !errors.As(err, &ce) {
+		e.t.Fatalf("error = %v, want *idem.ConflictError", err)
+	}
+	if ce.Existing.LeaseToken != wantToken || ce.Existing.Status != wantStatus {
+		e.t.Fatalf("conflict record = token %s status %s, want token %s status %s", ce.Existing.LeaseToken, ce.Existing.Status, wantToken, wantStatus)
+	}
+	return ce.Existing
+}
+
+func (e *env) get(key string, sec int) (core.Record, error) {
+	return e.s.Get(context.Background(), key, e.at(sec))
+}
+
+func sameTime(a, b time.Time) bool { return a.Equal(b) || (a.IsZero() && b.IsZero()) }
+
+func (e *env) equalRecord(what string, got, want core.Record) {
+	e.t.Helper()
+	if got.Key != want.Key || got.Fingerprint != want.Fingerprint || got.Status != want.Status ||
+		got.LeaseToken != want.LeaseToken || got.Attempts != want.Attempts || got.Retryable != want.Retryable ||
+		got.Error != want.Error || got.ResultOmitted != want.ResultOmitted || !bytes.Equal(got.Result, want.Result) ||
+		!sameTime(got.ExpiresAt, want.ExpiresAt) || (want.Status == core.StatusInProgress && !sameTime(got.LeaseUntil, want.LeaseUntil)) {
+		e.t.Fatalf("%s = %v result %q error %q fp %s, want %v result %q error %q fp %s", what,
+			got, got.Result, got.Error, got.Fingerprint, want, want.Result, want.Error, want.Fingerprint)
+	}
+}
+
+type testCase struct {
+	name string
+	fn   func(e *env)
+}
+
+var cases = []testCase{
+	{"ReserveAbsentThenGet", func(e *env) {
+		k := e.key()
+		if _, err := e.get(k, 0); !errors.Is(err, idem.ErrNotFound) {
+			e.t.Fatalf("Get of an absent key = %v, want ErrNotFound", err)
+		}
+		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+		got, err := e.get(k, 1)
+		if err != nil {
+			e.t.Fatalf("Get = %v", err)
+		}
+		e.equalRecord("Get after Reserve", got, rec)
+	}},
+	{"LiveLeaseBlocksReserve", func(e *env) {
+		k := e.key()
+		first := e.mustReserve(k, "tok-a", nil, 0, 30)
+		_, err := e.reserve(k, "tok-b", nil, 10, 30)
+		e.conflict(err, "tok-a", core.StatusInProgress)
+		// Even a caller that presents the live record as prev is refused.
+		_, err = e.reserve(k, "tok-c", &first, 29, 30)
+		e.conflict(err, "tok-a", core.StatusInProgress)
+	}},
+	{"ExpiredLeaseTakeover", func(e *env) {
+		k := e.key()
+		old := e.mustReserve(k, "tok-old", nil, 0, 30)
+		// Without prev, an expired lease still blocks: the caller must
+		// decide on the record it saw.
+		_, err := e.reserve(k, "tok-new", nil, 31, 30)
+		seen := e.conflict(err, "tok-old", core.StatusInProgress)
+		nrec := e.mustReserve(k, "tok-new", &seen, 31, 30)
+		if nrec.Attempts != 2 {
+			e.t.Fatalf("takeover attempts = %d, want 2", nrec.Attempts)
+		}
+		// The stale holder's completion is refused.
+		_, err = e.s.Complete(context.Background(), core.Succeed(old, []byte(`"old"`), e.at(32), retention))
+		if !errors.Is(err, idem.ErrLeaseLost) {
+			e.t.Fatalf("stale holder's Complete = %v, want ErrLeaseLost", err)
+		}
+		done := e.mustComplete(core.Succeed(nrec, []byte(`"new"`), e.at(33), retention))
+		got, err := e.get(k, 34)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.equalRecord("Get after takeover and completion", got, done)
+	}},
+	{"StalePrevRefused", func(e *env) {
+		k := e.key()
+		a := e.mustReserve(k, "tok-a", nil, 0, 10)
+		b := e.mustReserve(k, "tok-b", &a, 11, 10)
+		// A third caller that decided on a's record (now replaced by b's)
+		// is refused and sees b, even after b's lease expired.
+		_, err := e.reserve(k, "tok-c", &a, 30, 10)
+		e.conflict(err, b.LeaseToken, core.StatusInProgress)
+	}},
+	{"SucceededBlocksAndReplays", func(e *env) {
+		k := e.key()
+		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+		done := e.mustComplete(core.Succeed(rec, []byte(`{"ok":true}`), e.at(1), retention))
+		_, err := e.reserve(k, "tok-b", nil, 2, 30)
+		seen := e.conflict(err, "tok-a", core.StatusSucceeded)
+		e.equalRecord("conflict record", seen, done)
+		_, err = e.reserve(k, "tok-c", &seen, 3, 30)
+		e.conflict(err, "tok-a", core.StatusSucceeded)
+	}},
+	{"PermanentFailureBlocks", func(e *env) {
+		k := e.key()
+		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+		done := e.mustComplete(core.Fail(rec, errors.New("card declined"), false, e.at(1), retention))
+		_, err := e.reserve(k, "tok-b", nil, 2, 30)
+		seen := e.conflict(err, "tok-a", core.StatusFailed)
+		e.equalRecord("conflict record", seen, done)
+		_, err = e.reserve(k, "tok-c", &seen, 3, 30)
+		e.conflict(err, "tok-a", core.StatusFailed)
+	}},
+	{"RetryableFailureReReserved", func(e *env) {
+		k := e.key()
+		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+		e.mustComplete(core.Fail(rec, errors.New("throttled"), true, e.at(1), retention))
+		_, err := e.reserve(k, "tok-b", nil, 2, 30)
+		seen := e.conflict(err, "tok-a", core.StatusFailed)
+		if !seen.Retryable || seen.Attempts != 1 || seen.Error != "throttled" {
+			e.t.Fatalf("retryable record = %v error %q, want retryable, 1 attempt, error throttled", seen, seen.Error)
+		}
+		again := e.mustReserve(k, "tok-b", &seen, 2, 30)
+		if again.Attempts != 2 {
+			e.t.Fatalf("attempts = %d, want 2", again.Attempts)
+		}
+		got, err := e.get(k, 3)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.equalRecord("Get after retry reservation", got, again)
+	}},
+	{"RetentionExpiryIsAbsence", func(e *env) {
+		k := e.key()
+		now := e.at(0)
+		rec := core.Reserve(k, fp, "tok-a", nil, now, now.Add(2*time.Second), 5*time.Second)
+		if err := e.s.Reserve(context.Background(), rec, nil, now); err != nil {
+			e.t.Fatal(err)
+		}
+		done := e.mustComplete(core.Succeed(rec, []byte(`1`), e.at(1), 5*time.Second)) // expires at t0+6
+		if _, err := e.get(k, 5); err != nil {
+			e.t.Fatalf("Get one second before expiry = %v, want the record", err)
+		}
+		if _, err := e.get(k, 6); !errors.Is(err, idem.ErrNotFound) {
+			e.t.Fatalf("Get at expiry = %v, want ErrNotFound", err)
+		}
+		_, err := e.reserve(k, "tok-b", nil, 5, 30)
+		e.conflict(err, done.LeaseToken, core.StatusSucceeded)
+		fresh := e.mustReserve(k, "tok-b", nil, 7, 30)
+		if fresh.Attempts != 1 {
+			e.t.Fatalf("attempts after expiry = %d, want 1", fresh.Attempts)
+		}
+		got, err := e.get(k, 8)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.equalRecord("Get of the fresh record", got, fresh)
+	}},
+	{"CompleteNeedsTheLease", func(e *env) {
+		k := e.key()
+		if _, err := e.s.Complete(context.Background(), core.Succeed(core.Record{Key: k, Fingerprint: fp, LeaseToken: "tok-x", Attempts: 1}, nil, e.at(0), retention)); !errors.Is(err, idem.ErrLeaseLost) {
+			e.t.Fatalf("Complete of an absent key = %v, want ErrLeaseLost", err)
+		}
+		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+		forged := rec
+		forged.LeaseToken = "tok-forged"
+		if _, err := e.s.Complete(context.Background(), core.Succeed(forged, []byte(`1`), e.at(1), retention)); !errors.Is(err, idem.ErrLeaseLost) {
+			e.t.Fatalf("Complete with another token = %v, want ErrLeaseLost", err)
+		}
+		done := e.mustComplete(core.Fail(rec, errors.New("boom"), false, e.at(2), retention))
+		if _, err := e.s.Complete(context.Background(), core.Succeed(rec, []byte(`1`), e.at(3), retention)); !errors.Is(err, idem.ErrLeaseLost) {
+			e.t.Fatalf("second Complete = %v, want ErrLeaseLost", err)
+		}
+		got, err := e.get(k, 4)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.equalRecord("Get after refused completions", got, done)
+	}},
+	{"ResultRoundTrip", func(e *env) {
+		for i, result := range [][]byte{[]byte(`{"ok":true,"n":1.50}`), []byte("plain text, not JSON \x00\xff"), {}, bytes.Repeat([]byte("abcdefgh"), 2048)} {
+			k := e.key()
+			rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+			done := e.mustComplete(core.Succeed(rec, result, e.at(1), retention))
+			got, err := e.get(k, 2)
+			if err != nil {
+				e.t.Fatalf("case %d: %v", i, err)
+			}
+			if len(result) == 0 && len(got.Result) == 0 {
+				got.Result, done.Result = nil, nil
+			}
+			e.equalRecord(fmt.Sprintf("case %d: Get", i), got, done)
+		}
+	}},
+	{"ReserveRace", func(e *env) {
+		k := e.key()
+		winners := race(e, func(i int) error {
+			_, err := e.reserve(k, fmt.Sprintf("tok-%d", i), nil, 0, 30)
+			return err
+		})
+		got, err := e.get(k, 1)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(winners) != 1 || got.LeaseToken != fmt.Sprintf("tok-%d", winners[0]) {
+			e.t.Fatalf("winners = %v, stored token %s; want exactly one winner holding the record", winners, got.LeaseToken)
+		}
+	}},
+	{"TakeoverRace", func(e *env) {
+		k := e.key()
+		old := e.mustReserve(k, "tok-old", nil, 0, 10)
+		winners := race(e, func(i int) error {
+			_, err := e.reserve(k, fmt.Sprintf("tok-%d", i), &old, 20, 30)
+			return err
+		})
+		got, err := e.get(k, 21)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(winners) != 1 || got.LeaseToken != fmt.Sprintf("tok-%d", winners[0]) || got.Attempts != 2 {
+			e.t.Fatalf("winners = %v, stored %v; want exactly one winner, attempt 2", winners, got)
+		}
+	}},
+}
+
+// race runs Racers calls of fn at once and returns the indexes of those that
+// returned nil; every other call must return a *idem.ConflictError.
+func race(e *env, fn func(i int) error) []int {
+	e.t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []int
+		bad     []error
+		start   = make(chan struct{})
+	)
+	for i := 0; i < Racers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := fn(i)
+			mu.Lock()
+			defer mu.Unlock()
+			var ce *idem.ConflictError
+			switch {
+			case err == nil:
+				winners = append(winners, i)
+			case !errors.As(err, &ce):
+				bad = append(bad, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(bad) > 0 {
+		e.t.Fatalf("%d racers got errors other than a conflict, first: %v", len(bad), bad[0])
+	}
+	return winners
+}
