@@ -1,0 +1,85 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type statusErr int
+
+func (e statusErr) Error() string       { return fmt.Sprintf("status %d", int(e)) }
+func (e statusErr) HTTPStatusCode() int { return int(e) }
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+var _ net.Error = timeoutErr{}
+
+func TestClassify(t *testing.T) {
+	plain := errors.New("boom")
+	tests := []struct {
+		name  string
+		err   error
+		chain []Classifier
+		want  Class
+	}{
+		{"nil", nil, nil, Unknown},
+		{"unknown is permanent", plain, DefaultClassifiers, Permanent},
+		{"marked transient", MarkTransient(plain), nil, Transient},
+		{"marked transient, wrapped", fmt.Errorf("ctx: %w", MarkTransient(plain)), nil, Transient},
+		{"marked permanent beats classifier", MarkPermanent(statusErr(503)), DefaultClassifiers, Permanent},
+		{"429", statusErr(429), DefaultClassifiers, Transient},
+		{"503 wrapped", fmt.Errorf("call: %w", statusErr(503)), DefaultClassifiers, Transient},
+		{"404", statusErr(404), DefaultClassifiers, Permanent},
+		{"403", statusErr(403), DefaultClassifiers, Permanent},
+		{"301 unknown → permanent", statusErr(301), DefaultClassifiers, Permanent},
+		{"connection reset", &net.OpError{Op: "read", Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}}, DefaultClassifiers, Transient},
+		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), DefaultClassifiers, Transient},
+		{"net timeout", timeoutErr{}, DefaultClassifiers, Transient},
+		{"deadline exceeded", context.DeadlineExceeded, DefaultClassifiers, Transient},
+		{"canceled is permanent", context.Canceled, DefaultClassifiers, Permanent},
+		{"custom chain first answer wins", plain, []Classifier{nil, func(error) Class { return Unknown }, func(error) Class { return Transient }}, Transient},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Classify(tc.err, tc.chain...); got != tc.want {
+				t.Fatalf("Classify(%v) = %v want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMarks(t *testing.T) {
+	if MarkTransient(nil) != nil || MarkPermanent(nil) != nil || MarkTransientAfter(nil, time.Second) != nil {
+		t.Fatal("marking nil must give nil")
+	}
+	base := errors.New("slow down")
+	m := MarkTransientAfter(base, 3*time.Second)
+	if !errors.Is(m, base) || m.Error() != "slow down" {
+		t.Fatalf("mark hides the error: %v", m)
+	}
+	if got := RetryAfter(fmt.Errorf("x: %w", m)); got != 3*time.Second {
+		t.Fatalf("RetryAfter = %v", got)
+	}
+	if got := RetryAfter(base); got != 0 {
+		t.Fatalf("RetryAfter of unmarked = %v", got)
+	}
+	if got := (&MarkedError{Class: Transient}).Error(); got != "transient error" {
+		t.Fatalf("Error() = %q", got)
+	}
+	for c, want := range map[Class]string{Transient: "transient", Permanent: "permanent", Unknown: "unknown"} {
+		if c.String() != want {
+			t.Errorf("%d.String() = %q", int(c), c.String())
+		}
+	}
+}
