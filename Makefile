@@ -1,0 +1,106 @@
+# idem's developer and CI entry points. CI runs `make test` from a fresh clone (.ci/run).
+# Everything installed lands in node_modules/ and .cache/ (both git-ignored); each install
+# is skipped when its stamp is newer than what it depends on. Go uses its default caches.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+GO      ?= go
+PYTHON  ?= python3
+NPM     ?= npm
+
+CACHE   := $(CURDIR)/.cache
+BIN     := $(CACHE)/bin
+STAMPS  := $(CACHE)/stamps
+VENV    := $(CACHE)/venv
+
+MOTO_VERSION := 5.2.5
+RIE_VERSION  := v0.0.0-20261030222936-bef5c4ba774d
+RIE          := $(BIN)/aws-lambda-rie
+TESTENV      := $(BIN)/testenv
+
+# Packages that also run against moto (API fidelity: ReturnValuesOnConditionCheckFailure,
+# TTL, transactions). Patterns whose directory does not exist yet are left out.
+MOTO_PKGS ?= ./ddbstore/... ./storetest/...
+# Minimum statement coverage of ./core, in percent.
+COVER_MIN ?= 90
+# Invocations for the benchmark (passed to cmd/bench as BENCH_N).
+BENCH_N ?= 2000
+# An already-running LocalStack, for test-localstack.
+LOCALSTACK_ENDPOINT ?= http://127.0.0.1:4566
+
+# existing keeps the package patterns in $(1) whose directory exists (go test fails on a
+# pattern like ./ddbstore/... while that directory is not written yet).
+existing = $(strip $(foreach p,$(1),$(if $(wildcard $(patsubst %/...,%,$(p))),$(p))))
+
+.PHONY: deps test cover demo bench test-localstack clean
+
+# deps: install everything the tests need, each step only when missing or out of date:
+# Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator.
+deps: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION) $(BIN)/.rie-$(RIE_VERSION)
+
+$(STAMPS)/go-mod: go.mod go.sum
+	$(GO) mod download
+	@mkdir -p $(@D) && touch $@
+
+# --ignore-scripts: classic-level (under dynalite) ships prebuilt binaries; its install
+# script would only try a native build, which npm 11 skips anyway.
+node_modules/.idem-stamp: package.json package-lock.json
+	$(NPM) ci --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+$(VENV)/.moto-$(MOTO_VERSION):
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --disable-pip-version-check --quiet 'moto[server]==$(MOTO_VERSION)'
+	@mkdir -p $(@D) && touch $@
+
+$(BIN)/.rie-$(RIE_VERSION):
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	@mkdir -p $(@D) && touch $@
+
+# testenv starts dynalite or moto on 127.0.0.1, runs a command against it, stops it by PID.
+# Always rebuilt (the Go build cache makes that cheap).
+$(TESTENV): FORCE
+	$(GO) build -o $@ ./internal/cmd/testenv
+
+# test: what CI runs. Vet, every package against dynalite (with -race), then the DynamoDB
+# store's packages against moto.
+test: deps $(TESTENV)
+	$(GO) vet ./...
+	$(TESTENV) -server dynalite -- $(GO) test -race -count=1 ./...
+ifeq ($(call existing,$(MOTO_PKGS)),)
+	@echo "moto: none of $(MOTO_PKGS) exists yet; skipped"
+else
+	$(TESTENV) -server moto -- $(GO) test -race -count=1 $(call existing,$(MOTO_PKGS))
+endif
+
+# cover: statement coverage of ./core; fails below COVER_MIN percent.
+cover:
+	@mkdir -p $(CACHE)
+	$(GO) test -count=1 -coverprofile=$(CACHE)/core.cover ./core
+	@$(GO) tool cover -func=$(CACHE)/core.cover | awk -v min=$(COVER_MIN) \
+		'/^total:/ { pct = $$NF; sub(/%/, "", pct); printf "core coverage: %s%% (minimum %s%%)\n", pct, min; \
+		  if (pct + 0 < min + 0) { print "core coverage is below the minimum"; bad = 1 } } \
+		 END { exit bad }'
+
+# demo: run the demo (it starts its own local servers through internal/devserver).
+demo: deps
+	$(GO) run ./cmd/demo
+
+# bench: run the benchmark with BENCH_N invocations.
+bench: deps
+	BENCH_N=$(BENCH_N) $(GO) run ./cmd/bench
+
+# test-localstack: the DynamoDB store and end-to-end tests against an already-running
+# LocalStack at LOCALSTACK_ENDPOINT (not available on machines without Docker).
+test-localstack: $(BIN)/.rie-$(RIE_VERSION)
+	AWS_ENDPOINT_URL_DYNAMODB=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
+	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+	IDEM_DDB_SERVER=localstack IDEM_RIE=$(RIE) \
+	$(GO) test -count=1 $(or $(call existing,./ddbstore/... ./test/...),$(error neither ./ddbstore nor ./test exists))
+
+# clean: remove everything deps installed and the coverage profile.
+clean:
+	rm -rf $(CACHE) node_modules
+
+FORCE:

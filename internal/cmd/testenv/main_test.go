@@ -1,0 +1,89 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgo/idem/internal/devserver"
+)
+
+func TestWithEnv(t *testing.T) {
+	t.Parallel()
+	got := withEnv(
+		[]string{"PATH=/bin", "AWS_REGION=eu-west-1", "HOME=/root", "AWS_REGION_X=keep"},
+		map[string]string{"AWS_REGION": "us-east-1", "IDEM_DDB_SERVER": "moto"})
+	slices.Sort(got)
+	want := []string{"AWS_REGION=us-east-1", "AWS_REGION_X=keep", "HOME=/root", "IDEM_DDB_SERVER=moto", "PATH=/bin"}
+	if !slices.Equal(got, want) {
+		t.Errorf("withEnv = %q, want %q", got, want)
+	}
+}
+
+func TestTail(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in string
+		n        int
+		want     string
+	}{
+		{name: "shorter", in: "a\nb\n", n: 3, want: "a\nb"},
+		{name: "longer", in: "a\nb\nc\nd\n", n: 2, want: "c\nd"},
+		{name: "empty", in: "", n: 2, want: ""},
+	}
+	for _, tt := range tests {
+		if got := tail(tt.in, tt.n); got != tt.want {
+			t.Errorf("%s: tail(%q, %d) = %q, want %q", tt.name, tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestRun builds testenv and runs a shell under it: the command sees the contract's
+// variables, the caller's other variables, and testenv exits with the command's code.
+func TestRun(t *testing.T) {
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1")
+	}
+	root, err := devserver.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "dynalite")); err != nil {
+		t.Fatalf("dynalite is not installed: run `make deps` first (or set IDEM_SKIP_INTEGRATION=1)")
+	}
+	bin := filepath.Join(t.TempDir(), "testenv")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	script := `echo "$AWS_ENDPOINT_URL_DYNAMODB|$AWS_REGION|$AWS_ACCESS_KEY_ID|$AWS_SECRET_ACCESS_KEY|$IDEM_DDB_SERVER|$KEEP_ME"; exit 7`
+	cmd := exec.CommandContext(t.Context(), bin, "-server", "dynalite", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "KEEP_ME=kept", "AWS_REGION=eu-west-3")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 7 {
+		t.Fatalf("testenv exit code = %d (%v), want 7\nstderr:\n%s", code, err, stderr.String())
+	}
+	f := strings.Split(strings.TrimSpace(stdout.String()), "|")
+	if len(f) != 6 || !strings.HasPrefix(f[0], "http://127.0.0.1:") ||
+		!slices.Equal(f[1:], []string{"us-east-1", "test", "test", "dynalite", "kept"}) {
+		t.Errorf("command saw %q, want endpoint|us-east-1|test|test|dynalite|kept", stdout.String())
+	}
+	// The server was stopped: its port no longer accepts connections.
+	if addr, ok := strings.CutPrefix(f[0], "http://"); ok {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("server at %s still accepts connections after testenv exited", addr)
+		}
+	}
+	if !strings.Contains(stderr.String(), "exited with 7") {
+		t.Errorf("stderr = %q, want a note that the command exited with 7", stderr.String())
+	}
+}
