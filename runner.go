@@ -194,11 +194,12 @@ func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler)
 
 func (r *Runner) execute(ctx context.Context, rec core.Record, deadline time.Time, tookOver bool, fn Handler) (Outcome, error) {
 	first := rec.Attempts
+	leaseUntil := rec.LeaseUntil
 	for {
 		result, herr := fn(ctx)
 		now := r.cfg.now()
 		if herr == nil {
-			stored, err := r.complete(ctx, core.Succeed(rec, result, now, r.cfg.retention), deadline)
+			stored, err := r.complete(ctx, core.Succeed(rec, result, now, r.cfg.retention), deadline, leaseUntil)
 			if err != nil {
 				return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver}, err
 			}
@@ -208,7 +209,7 @@ func (r *Runner) execute(ctx context.Context, rec core.Record, deadline time.Tim
 		}
 		if core.Classify(herr, r.cfg.classifiers...) != core.Transient {
 			ferr := &FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
-			if _, err := r.complete(ctx, core.Fail(rec, herr, false, now, r.cfg.retention), deadline); err != nil {
+			if _, err := r.complete(ctx, core.Fail(rec, herr, false, now, r.cfg.retention), deadline, leaseUntil); err != nil {
 				return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(ferr, err)
 			}
 			r.log(ctx, rec.Key, "failed_permanent", rec.Attempts, herr)
@@ -231,7 +232,7 @@ func (r *Runner) execute(ctx context.Context, rec core.Record, deadline time.Tim
 		} else {
 			outErr = fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
 		}
-		if _, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), deadline); err != nil {
+		if _, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), deadline, leaseUntil); err != nil {
 			return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(outErr, err)
 		}
 		r.log(ctx, rec.Key, "failed_transient", rec.Attempts, herr)
@@ -240,8 +241,9 @@ func (r *Runner) execute(ctx context.Context, rec core.Record, deadline time.Tim
 }
 
 // complete writes the outcome, retrying transient store errors with backoff
-// within the deadline. A lost lease is final.
-func (r *Runner) complete(ctx context.Context, rec core.Record, deadline time.Time) (core.Record, error) {
+// within the deadline. A lost lease is final. leaseUntil is the end of the
+// caller's lease, for the error message.
+func (r *Runner) complete(ctx context.Context, rec core.Record, deadline, leaseUntil time.Time) (core.Record, error) {
 	for attempt := 1; ; attempt++ {
 		// The write is made even if ctx is done: the outcome matters more
 		// than the caller's patience, and the store bounds the call.
@@ -268,7 +270,7 @@ func (r *Runner) complete(ctx context.Context, rec core.Record, deadline time.Ti
 			}
 		}
 		r.log(ctx, rec.Key, "outcome_not_recorded", rec.Attempts, err)
-		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, rec.LeaseUntil.UTC().Format(time.RFC3339), err)
+		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
 }
 

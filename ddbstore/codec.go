@@ -1,0 +1,351 @@
+package ddbstore
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemgo/idem/core"
+)
+
+// Names of the record's attributes other than the key and the TTL attribute,
+// whose names are configurable (WithKeyAttribute, WithTTLAttribute). The
+// package documentation has the whole layout.
+const (
+	// AttrStatus (S) is the record's status: in_progress, succeeded or failed.
+	AttrStatus = "status"
+	// AttrFingerprint (S) is the hex SHA-256 of the canonical payload.
+	AttrFingerprint = "fingerprint"
+	// AttrLeaseToken (S) is the fencing token of the lease that wrote the
+	// record, kept after completion.
+	AttrLeaseToken = "lease_token"
+	// AttrLeaseUntil (N) is the end of an in-progress record's lease, in
+	// epoch milliseconds, rounded up.
+	AttrLeaseUntil = "lease_until_ms"
+	// AttrAttempts (N) is the number of executions started for the key.
+	AttrAttempts = "attempts"
+	// AttrRetryable (BOOL), on failed records, is true when a later delivery
+	// may execute again.
+	AttrRetryable = "retryable"
+	// AttrError (S), on failed records, is the handler error's message.
+	AttrError = "error"
+	// AttrResult (B), on succeeded records, is the result, raw or
+	// compressed; absent when empty or omitted.
+	AttrResult = "result"
+	// AttrResultEncoding (S) is "gzip" when AttrResult is compressed, and
+	// absent when it is raw.
+	AttrResultEncoding = "result_encoding"
+	// AttrResultOmitted (BOOL) is present and true when a succeeded record's
+	// result was too large to keep.
+	AttrResultOmitted = "result_omitted"
+	// AttrUpdatedAt (N) is the time of the record's last write, in epoch
+	// milliseconds.
+	AttrUpdatedAt = "updated_at_ms"
+)
+
+// encodingGzip is the value of AttrResultEncoding for a gzip-compressed result.
+const encodingGzip = "gzip"
+
+// maxKeyBytes is DynamoDB's limit on a partition key value.
+const maxKeyBytes = 2048
+
+// ceilSeconds returns t in epoch seconds, rounded up: the stored end of
+// retention is never earlier than the record's.
+func ceilSeconds(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// ceilMillis returns t in epoch milliseconds, rounded up: the stored end of
+// a lease is never earlier than the record's.
+func ceilMillis(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		ms++
+	}
+	return ms
+}
+
+// normalize returns rec with its times at the resolution the table keeps
+// them: ExpiresAt rounded up to the second, LeaseUntil rounded up to the
+// millisecond, UpdatedAt truncated to the millisecond, all in UTC. Zero
+// times stay zero. A record read back from the table equals the normalized
+// record written.
+func normalize(rec core.Record) core.Record {
+	if !rec.ExpiresAt.IsZero() {
+		rec.ExpiresAt = time.Unix(ceilSeconds(rec.ExpiresAt), 0).UTC()
+	}
+	if !rec.LeaseUntil.IsZero() {
+		rec.LeaseUntil = time.UnixMilli(ceilMillis(rec.LeaseUntil)).UTC()
+	}
+	if !rec.UpdatedAt.IsZero() {
+		rec.UpdatedAt = time.UnixMilli(rec.UpdatedAt.UnixMilli()).UTC()
+	}
+	return rec
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// encode returns the item of rec, whose times must be normalized, with the
+// result as given (possibly compressed) in body and its encoding.
+func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		s.keyAttr:    &types.AttributeValueMemberS{Value: rec.Key},
+		AttrStatus:   &types.AttributeValueMemberS{Value: string(rec.Status)},
+		AttrAttempts: num(int64(rec.Attempts)),
+	}
+	if rec.Fingerprint != "" {
+		item[AttrFingerprint] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
+	}
+	if rec.LeaseToken != "" {
+		item[AttrLeaseToken] = &types.AttributeValueMemberS{Value: rec.LeaseToken}
+	}
+	if rec.Status == core.StatusInProgress || !rec.LeaseUntil.IsZero() {
+		// An in-progress record always has a lease end, even a zero one
+		// (which has ended, as core.Record.LeaseExpired says).
+		item[AttrLeaseUntil] = num(ceilMillis(rec.LeaseUntil))
+	}
+	if !rec.ExpiresAt.IsZero() {
+		item[s.ttlAttr] = num(ceilSeconds(rec.ExpiresAt))
+	}
+	if !rec.UpdatedAt.IsZero() {
+		item[AttrUpdatedAt] = num(rec.UpdatedAt.UnixMilli())
+	}
+	if rec.Status == core.StatusFailed || rec.Retryable {
+		item[AttrRetryable] = &types.AttributeValueMemberBOOL{Value: rec.Retryable}
+	}
+	if rec.Error != "" {
+		item[AttrError] = &types.AttributeValueMemberS{Value: rec.Error}
+	}
+	if len(body) > 0 {
+		item[AttrResult] = &types.AttributeValueMemberB{Value: body}
+		if encoding != "" {
+			item[AttrResultEncoding] = &types.AttributeValueMemberS{Value: encoding}
+		}
+	}
+	if rec.ResultOmitted {
+		item[AttrResultOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	return item
+}
+
+// decode returns the record of a stored item. A malformed item gives an
+// error wrapping ErrCorruptRecord.
+func (s *Store) decode(item map[string]types.AttributeValue) (core.Record, error) {
+	var rec core.Record
+	var err error
+	str := func(name string, required bool) string {
+		av, ok := item[name]
+		if !ok {
+			if required && err == nil {
+				err = fmt.Errorf("%w: attribute %s missing", ErrCorruptRecord, name)
+			}
+			return ""
+		}
+		v, ok := av.(*types.AttributeValueMemberS)
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("%w: attribute %s is %T, want S", ErrCorruptRecord, name, av)
+			}
+			return ""
+		}
+		return v.Value
+	}
+	n := func(name string) (int64, bool) {
+		av, ok := item[name]
+		if !ok {
+			return 0, false
+		}
+		v, ok := av.(*types.AttributeValueMemberN)
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("%w: attribute %s is %T, want N", ErrCorruptRecord, name, av)
+			}
+			return 0, false
+		}
+		x, perr := strconv.ParseInt(v.Value, 10, 64)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("%w: attribute %s: %v", ErrCorruptRecord, name, perr)
+		}
+		return x, perr == nil
+	}
+	boolean := func(name string) bool {
+		av, ok := item[name]
+		if !ok {
+			return false
+		}
+		v, ok := av.(*types.AttributeValueMemberBOOL)
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("%w: attribute %s is %T, want BOOL", ErrCorruptRecord, name, av)
+			}
+			return false
+		}
+		return v.Value
+	}
+
+	rec.Key = str(s.keyAttr, true)
+	rec.Status = core.Status(str(AttrStatus, true))
+	rec.Fingerprint = str(AttrFingerprint, false)
+	rec.LeaseToken = str(AttrLeaseToken, false)
+	rec.Error = str(AttrError, false)
+	if ms, ok := n(AttrLeaseUntil); ok {
+		rec.LeaseUntil = time.UnixMilli(ms).UTC()
+	}
+	if sec, ok := n(s.ttlAttr); ok {
+		rec.ExpiresAt = time.Unix(sec, 0).UTC()
+	}
+	if ms, ok := n(AttrUpdatedAt); ok {
+		rec.UpdatedAt = time.UnixMilli(ms).UTC()
+	}
+	if a, ok := n(AttrAttempts); ok {
+		rec.Attempts = int(a)
+	}
+	rec.Retryable = boolean(AttrRetryable)
+	rec.ResultOmitted = boolean(AttrResultOmitted)
+	encoding := str(AttrResultEncoding, false)
+	if av, ok := item[AttrResult]; ok {
+		b, ok := av.(*types.AttributeValueMemberB)
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("%w: attribute %s is %T, want B", ErrCorruptRecord, AttrResult, av)
+			}
+		} else {
+			switch encoding {
+			case "":
+				rec.Result = b.Value
+			case encodingGzip:
+				r, gerr := gunzip(b.Value)
+				if gerr != nil && err == nil {
+					err = fmt.Errorf("%w: result: %v", ErrCorruptRecord, gerr)
+				}
+				rec.Result = r
+			default:
+				if err == nil {
+					err = fmt.Errorf("%w: unknown result encoding %q", ErrCorruptRecord, encoding)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return core.Record{}, err
+	}
+	return rec, nil
+}
+
+// gzipBody compresses b.
+func gzipBody(b []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(b) / 4)
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b) // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	if err := zr.Close(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// ItemSize returns the size of item as DynamoDB counts it against its item
+// size limit: for each attribute, the UTF-8 length of its name plus the size
+// of its value (strings: UTF-8 length; binary: length; numbers: one byte per
+// two significant digits plus one, rounded up here; booleans and nulls: one
+// byte; lists and maps: three bytes plus one per element plus their
+// elements). Numbers are over-estimated by up to two bytes, never under.
+func ItemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, av := range item {
+		n += len(name) + valueSize(av)
+	}
+	return n
+}
+
+func valueSize(av types.AttributeValue) int {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// numberSize over-estimates a number's stored size: every character of its
+// text counted as a digit, two per byte, plus one byte, plus one for a sign.
+func numberSize(s string) int {
+	return (len(s)+1)/2 + 2
+}
+
+// truncateUTF8 returns s cut to at most n bytes on a rune boundary.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,135 @@
+// Package ddbstore is an idem.Store on a DynamoDB table: the store to use when
+// more than one process (Lambda sandboxes, containers) handles the same keys.
+// Every write is one conditional PutItem, which DynamoDB applies atomically,
+// so of any number of concurrent callers in any number of processes, one
+// reserves a key.
+//
+//	cfg, _ := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(5))
+//	store, err := ddbstore.New(dynamodb.NewFromConfig(cfg), "idem")
+//	runner, err := idem.New(store)
+//
+// # Table
+//
+// One item per key, in a table with a string partition key and no sort key
+// (CreateTable makes one; so do the SAM template and the LocalStack init
+// script). Attributes:
+//
+//	pk              S     the key (name: WithKeyAttribute)
+//	status          S     in_progress, succeeded or failed
+//	fingerprint     S     hex SHA-256 of the canonical payload
+//	lease_token     S     fencing token of the lease that wrote the record; kept after completion
+//	lease_until_ms  N     in_progress only: end of the lease, epoch milliseconds, rounded up
+//	attempts        N     executions started for the key, across deliveries
+//	expires_at      N     end of retention, epoch SECONDS, rounded up; the TTL attribute (name: WithTTLAttribute)
+//	updated_at_ms   N     time of the write, epoch milliseconds
+//	retryable       BOOL  failed only: a later delivery may execute again
+//	error           S     failed only: the handler error's message (shortened if it would not fit)
+//	result          B     succeeded only: the result, raw or gzip-compressed; absent if empty or omitted
+//	result_encoding S     "gzip" when result is compressed; absent when raw
+//	result_omitted  BOOL  present (true) when the result was too large to keep
+//
+// # Time
+//
+// The store converts times only here, at the edge: retention in epoch
+// seconds (DynamoDB's TTL ignores anything else), leases in milliseconds.
+// Ends are rounded up when written (ExpiresAt to the next second, LeaseUntil
+// to the next millisecond) and the current time is truncated when compared
+// (`expires_at <= :now_s`, `lease_until_ms <= :now_ms`), so a record or lease
+// is never treated as ended before its true end; it may outlive it by less
+// than a second (retention) or a millisecond (lease). Records read back carry
+// the rounded times, so core.Decide on them agrees with the store's
+// conditions exactly. DynamoDB deletes expired items lazily (often days
+// later); every read and every condition treats an item whose expires_at is
+// at or before now as absent, whether or not it is still there.
+//
+// # Calls
+//
+// Reserve is one PutItem with the condition
+//
+//	attribute_not_exists(pk) OR expires_at <= :now_s
+//	OR (lease_token = :prev_token AND status = :prev_status AND
+//	    ((status = in_progress AND lease_until_ms <= :now_ms) OR (status = failed AND retryable = true)))
+//
+// (the last clause only when the caller's decision was made on a record) and
+// ReturnValuesOnConditionCheckFailure=ALL_OLD, so the blocking record comes
+// back with the refusal. Where the server does not return it (dynalite), one
+// consistent GetItem reads it; if that finds no live record (it expired or
+// was deleted in between), the put is tried once more. Complete is one
+// PutItem conditioned on `status = in_progress AND lease_token = :token`.
+// Get is one consistent GetItem. Through an idem.Runner, on DynamoDB (and on
+// servers that return ALL_OLD):
+//
+//	first run                           2 PutItem
+//	duplicate of a completed key        1 PutItem
+//	in progress elsewhere               1 PutItem
+//	takeover of an expired lease        2 PutItem + 1 to complete
+//	retry of a retryable failure        2 PutItem + 1 to complete
+//
+// and one GetItem more on each refused reservation where the server does not
+// return ALL_OLD.
+//
+// # Large results
+//
+// A result of more than 4 KB (WithCompressionThreshold) is stored
+// gzip-compressed when that makes it smaller. If the item would still pass
+// the item size limit (DefaultMaxItemSize, DynamoDB's 400 KB less a margin,
+// counted as DynamoDB does: attribute names plus values; see ItemSize), the
+// succeeded outcome is stored without its result and with result_omitted: a
+// duplicate is answered "succeeded" (idem.Outcome.ResultOmitted) and the
+// handler does not run again. A completion never fails for size. A
+// reservation that cannot fit (a key over 2048 bytes, an enormous token) is
+// refused before any call with a permanent error wrapping ErrKeyTooLarge or
+// ErrItemTooLarge.
+//
+// # Errors
+//
+// AWS errors are translated once, here, by type and error code, never by
+// message text, into an *Error{Op, Table, Err} wrapping a sentinel and the
+// SDK's error, marked for core.Classify:
+//
+//	ConditionalCheckFailedException               *idem.ConflictError (Reserve), idem.ErrLeaseLost (Complete)
+//	ProvisionedThroughputExceededException,
+//	  RequestLimitExceeded, ThrottlingException,
+//	  TransactionConflictException, HTTP 429      ErrThrottled, transient
+//	InternalServerError, HTTP 5xx, timeouts,
+//	  connection resets, refused connections,
+//	  unreadable responses                        ErrUnavailable, transient
+//	ResourceNotFoundException, HTTP 404           ErrTableNotFound, permanent
+//	ValidationException, SerializationException   ErrInvalidRequest, permanent
+//	AccessDeniedException,
+//	  UnrecognizedClientException, HTTP 403       ErrAccessDenied, permanent
+//	an item that does not decode                  ErrCorruptRecord, permanent
+//	other 4xx, unknown errors, context.Canceled   no sentinel, permanent
+//
+// A store write is retryable only where retrying it cannot do harm. A
+// throttled request certainly did not happen. A timeout, a reset or a 5xx may
+// have: the write may have been applied and only its answer lost. Both
+// writes are conditional and carry the lease token, so a retry recognises
+// its own earlier write: a reservation that finds an in-progress record with
+// its own token and attempt, or a completion that finds its own outcome
+// (same token, status and attempt), reports success. That is why these
+// failures are marked transient, why the SDK's own retries are safe, and why
+// the runner retries a completion. After such a failure Reserve also makes
+// one consistent GetItem to look for its own reservation before reporting
+// the error, so an applied reservation is not left orphaned; if the check
+// fails too, the orphan holds the key until its lease ends and is then taken
+// over: the handler has not run, and nothing runs twice.
+//
+// # Retries
+//
+// The store sets no retries of its own: configure the SDK client (for
+// example config.WithRetryMaxAttempts, or RetryMaxAttempts in
+// dynamodb.Options) to retry throttling and transport failures within a
+// call; the idem.Runner retries completions within the invocation's
+// deadline.
+//
+// # What it does not promise
+//
+// Exactly once. A process that dies after its handler's side effect but
+// before the completion is written leaves the key in progress; after the
+// lease ends, a later delivery runs the handler again. A completion that the
+// store could not confirm (idem.ErrOutcomeNotRecorded) may nevertheless have
+// been written: a duplicate then replays it. The store does not delete
+// expired items (TTL does, lazily; dynalite and moto never do), does not use
+// transactions, and keeps times at the resolutions above.
+package ddbstore

@@ -1,0 +1,292 @@
+package ddbstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/ddbstore"
+)
+
+// emptyFP is the fingerprint of the payload `{}`.
+var emptyFP = func() string {
+	s, err := core.Fingerprint([]byte(`{}`))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// fakeClock is a clock whose Sleep advances it. Safe for concurrent use.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time // guarded by mu
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Advance(d)
+	return nil
+}
+
+// testLease is the lease of the runners of these tests (their contexts have
+// no deadline).
+const testLease = time.Minute
+
+func newRunner(t testing.TB, s idem.Store, c *fakeClock) *idem.Runner {
+	return newRunnerOpts(t, s, c)
+}
+
+func newRunnerOpts(t testing.TB, s idem.Store, c *fakeClock, opts ...idem.Option) *idem.Runner {
+	t.Helper()
+	r, err := idem.New(s, append([]idem.Option{idem.WithClock(c.Now), idem.WithSleep(c.Sleep),
+		idem.WithRand(func() float64 { return 0.5 }), idem.WithLease(0, testLease)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Request bodies of the store's two kinds of PutItem differ in their
+// condition expressions.
+const (
+	reservePut  = "attribute_not_exists"
+	completePut = "#tok = :tok"
+)
+
+// outcome classes of a Do call.
+type class string
+
+const (
+	executed    class = "executed"
+	replayed    class = "replayed"
+	storeErr    class = "transient store error"
+	notRecorded class = "outcome not recorded"
+	inProgress  class = "in progress"
+)
+
+func classify(t *testing.T, out idem.Outcome, err error) class {
+	t.Helper()
+	switch {
+	case err == nil && out.Replayed:
+		return replayed
+	case err == nil:
+		return executed
+	case errors.Is(err, idem.ErrOutcomeNotRecorded):
+		return notRecorded
+	case errors.Is(err, idem.ErrInProgress):
+		return inProgress
+	case core.Classify(err, core.DefaultClassifiers...) == core.Transient:
+		var se *ddbstore.Error
+		if !errors.As(err, &se) {
+			t.Fatalf("transient error %v is not a *ddbstore.Error", err)
+		}
+		return storeErr
+	}
+	t.Fatalf("unexpected error: %v", err)
+	return ""
+}
+
+// TestFaultsThroughRunner injects faults into the store's requests, before
+// they are sent or after the server answered them (the ambiguous case), and
+// runs the same key three times through an idem.Runner: the faulted call,
+// a duplicate while its lease is live, and one after the lease ended.
+// Whatever the fault, the handler never runs twice while a lease is live,
+// and a recorded success is never lost; it runs a second time only after an
+// outcome that could not be recorded, once the lease has ended.
+func TestFaultsThroughRunner(t *testing.T) {
+	integration(t)
+	always := -1
+	cases := []struct {
+		name   string
+		faults []fault
+		want   [3]class // the three calls
+		runs   int32    // handler executions in all
+	}{
+		{"reserve throttled", []fault{{Op: "PutItem", Match: reservePut, Kind: throttle, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve ThrottlingException", []fault{{Op: "PutItem", Match: reservePut, Kind: throttleOther, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve 500 not applied", []fault{{Op: "PutItem", Match: reservePut, Kind: serverError, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve 503 not applied", []fault{{Op: "PutItem", Match: reservePut, Kind: unavailable, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve reset before send", []fault{{Op: "PutItem", Match: reservePut, Kind: reset, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve timeout before send", []fault{{Op: "PutItem", Match: reservePut, Kind: timeout, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		// Applied, answer lost: the store's check finds its own token.
+		{"reserve 500 after apply", []fault{{Op: "PutItem", Match: reservePut, Kind: serverError, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"reserve reset after apply", []fault{{Op: "PutItem", Match: reservePut, Kind: reset, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"reserve timeout after apply", []fault{{Op: "PutItem", Match: reservePut, Kind: timeout, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		// Applied, answer lost, and the check fails too: the reservation
+		// is orphaned; the key waits for the lease to end, then runs once.
+		{"reserve reset after apply, check fails", []fault{
+			{Op: "PutItem", Match: reservePut, Kind: reset, After: true, Times: 1},
+			{Op: "GetItem", Kind: reset, Times: 1}}, [3]class{storeErr, inProgress, executed}, 1},
+		// Completion faults: the runner retries the completion.
+		{"complete throttled once", []fault{{Op: "PutItem", Match: completePut, Kind: throttle, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"complete 500 once", []fault{{Op: "PutItem", Match: completePut, Kind: serverError, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"complete reset before send once", []fault{{Op: "PutItem", Match: completePut, Kind: reset, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"complete 500 after apply once", []fault{{Op: "PutItem", Match: completePut, Kind: serverError, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"complete reset after apply once", []fault{{Op: "PutItem", Match: completePut, Kind: reset, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"complete timeout after apply once", []fault{{Op: "PutItem", Match: completePut, Kind: timeout, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"complete timeout after apply twice", []fault{{Op: "PutItem", Match: completePut, Kind: timeout, After: true, Times: 2}}, [3]class{executed, replayed, replayed}, 1},
+		// Completion never gets through: outcome not recorded; the key is
+		// in progress until the lease ends, then runs again.
+		{"complete throttled always", []fault{{Op: "PutItem", Match: completePut, Kind: throttle, Times: always}}, [3]class{notRecorded, inProgress, executed}, 2},
+		{"complete reset before send always", []fault{{Op: "PutItem", Match: completePut, Kind: reset, Times: always}}, [3]class{notRecorded, inProgress, executed}, 2},
+		// Completion applied but every answer lost: reported as not
+		// recorded, yet the outcome is there and is replayed.
+		{"complete timeout after apply always", []fault{{Op: "PutItem", Match: completePut, Kind: timeout, After: true, Times: always}}, [3]class{notRecorded, replayed, replayed}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			clock := &fakeClock{t: time.Now().Truncate(time.Second)}
+			r := newRunner(t, f.store, clock)
+			var runs atomic.Int32
+			handler := func(context.Context) ([]byte, error) {
+				n := runs.Add(1)
+				return fmt.Appendf(nil, `"run %d"`, n), nil
+			}
+			ctx := context.Background()
+			key := "fault:key:1"
+			for _, fl := range tc.faults {
+				f.rec.inject(fl)
+			}
+			var got [3]class
+			var results [3][]byte
+			out, err := r.Do(ctx, key, []byte(`{}`), handler)
+			got[0], results[0] = classify(t, out, err), out.Result
+			f.rec.clearFaults()
+			t.Logf("call 1: %s (%v)", got[0], err)
+
+			clock.Advance(time.Second)
+			out, err = r.Do(ctx, key, []byte(`{}`), handler)
+			got[1], results[1] = classify(t, out, err), out.Result
+			if n := runs.Load(); n > 1 {
+				t.Fatalf("handler ran %d times while the first lease was live", n)
+			}
+
+			clock.Advance(testLease + time.Second)
+			out, err = r.Do(ctx, key, []byte(`{}`), handler)
+			got[2], results[2] = classify(t, out, err), out.Result
+
+			if got != tc.want || runs.Load() != tc.runs {
+				t.Fatalf("calls = %v, runs %d; want %v, runs %d", got, runs.Load(), tc.want, tc.runs)
+			}
+			// A success, once returned, is what every later call replays.
+			var first []byte
+			for i, c := range got {
+				if c != executed && c != replayed {
+					continue
+				}
+				if first == nil {
+					first = results[i]
+				} else if string(results[i]) != string(first) {
+					t.Fatalf("call %d result %s, want %s", i+1, results[i], first)
+				}
+			}
+			rec, err := f.store.Get(ctx, key, clock.Now())
+			if err != nil || rec.Status != core.StatusSucceeded {
+				t.Fatalf("final record = %v, %v; want succeeded", rec, err)
+			}
+		})
+	}
+}
+
+// TestFaultsOnRead injects faults into GetItem: Store.Get reports them as
+// transient store errors, and a duplicate whose conflict needs a read (on
+// servers without ALL_OLD) fails without running the handler again.
+func TestFaultsOnRead(t *testing.T) {
+	integration(t)
+	for _, kind := range []faultKind{throttle, serverError, unavailable, reset, timeout} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			clock := &fakeClock{t: time.Now().Truncate(time.Second)}
+			r := newRunner(t, f.store, clock)
+			ctx := context.Background()
+			var runs atomic.Int32
+			handler := func(context.Context) ([]byte, error) { runs.Add(1); return []byte(`"done"`), nil }
+			mustDo(t, r, ctx, "read:key:1", handler)
+
+			f.rec.inject(fault{Op: "GetItem", Kind: kind, Times: -1})
+			_, err := f.store.Get(ctx, "read:key:1", clock.Now())
+			want := ddbstore.ErrUnavailable
+			if kind == throttle {
+				want = ddbstore.ErrThrottled
+			}
+			if !errors.Is(err, want) || core.Classify(err) != core.Transient {
+				t.Fatalf("Get = %v (%v), want transient %v", err, core.Classify(err), want)
+			}
+
+			out, err := r.Do(ctx, "read:key:1", []byte(`{}`), handler)
+			if returnsAllOld() {
+				if err != nil || !out.Replayed {
+					t.Fatalf("duplicate = %+v, %v; want a replay (the conflict carries the record)", out, err)
+				}
+			} else if c := classify(t, out, err); c != storeErr {
+				t.Fatalf("duplicate = %s, want a transient store error", c)
+			}
+			f.rec.clearFaults()
+			if out, err := r.Do(ctx, "read:key:1", []byte(`{}`), handler); err != nil || !out.Replayed {
+				t.Fatalf("after the fault = %+v, %v; want a replay", out, err)
+			}
+			if n := runs.Load(); n != 1 {
+				t.Fatalf("handler ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// TestSDKRetryOfAppliedWrites lets the SDK itself retry (RetryMaxAttempts 3)
+// writes whose first answer was lost after they were applied: the retried
+// reservation and the retried completion each find their own record and
+// count as success.
+func TestSDKRetryOfAppliedWrites(t *testing.T) {
+	integration(t)
+	rec := newRecorder()
+	client := newClient(t, rec, 3)
+	table, _ := newTable(t, client)
+	s, err := ddbstore.New(client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Second)
+	r := core.Reserve("sdkretry:key:1", fp, "tok-a", nil, now, now.Add(time.Minute), time.Hour)
+	rec.inject(fault{Op: "PutItem", Match: reservePut, Kind: reset, After: true, Times: 1})
+	rec.reset()
+	if err := s.Reserve(ctx, r, nil, now); err != nil {
+		t.Fatalf("Reserve = %v, want nil (the SDK's retry meets its own record)", err)
+	}
+	if n := rec.count("PutItem"); n != 2 {
+		t.Errorf("%d PutItem, want 2 (one lost answer, one retry)", n)
+	}
+	rec.inject(fault{Op: "PutItem", Match: completePut, Kind: serverError, After: true, Times: 1})
+	rec.reset()
+	done, err := s.Complete(ctx, core.Succeed(r, []byte(`"ok"`), now, time.Hour))
+	if err != nil || string(done.Result) != `"ok"` || done.Status != core.StatusSucceeded {
+		t.Fatalf("Complete = %v, %v; want the succeeded record", done, err)
+	}
+	if n := rec.count("PutItem"); n != 2 {
+		t.Errorf("%d PutItem, want 2", n)
+	}
+}

@@ -1,0 +1,327 @@
+package ddbstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/ddbstore"
+)
+
+// The integration tests talk to the DynamoDB API at the endpoint the SDK's
+// own configuration names (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL),
+// which internal/cmd/testenv sets after starting dynalite or moto.
+// IDEM_DDB_SERVER names the server ("dynalite", "moto"; anything else or
+// unset is taken as DynamoDB itself or LocalStack) for the few checks that
+// depend on it.
+
+// server returns IDEM_DDB_SERVER.
+func server() string { return os.Getenv("IDEM_DDB_SERVER") }
+
+// returnsAllOld reports whether the server returns the blocking item with a
+// failed condition (ReturnValuesOnConditionCheckFailure=ALL_OLD); dynalite
+// ignores the parameter.
+func returnsAllOld() bool { return server() != "dynalite" }
+
+// atomicServer reports whether the server applies conditional writes
+// atomically under concurrency. moto does not: measured with moto 5.2.5, 64
+// goroutines racing a conditional PutItem on one key had two winners in
+// about one race in ten (TestReserveRaceRounds with IDEM_DDB_RACES=1 failed
+// at round 8; storetest's ReserveRace failed 3 times and TakeoverRace once
+// in 20 runs each).
+func atomicServer() bool { return server() != "moto" }
+
+// serialized is an idem.Store that makes one call at a time, for running
+// the conformance suite on a server that is not atomic under concurrency:
+// there its race subtests check the store's logic (one winner, the others
+// holding the winner's token) but not the server's atomicity, which the
+// dynalite runs check.
+type serialized struct {
+	mu sync.Mutex
+	s  idem.Store
+}
+
+func (s *serialized) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s.Reserve(ctx, rec, prev, now)
+}
+
+func (s *serialized) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s.Complete(ctx, rec)
+}
+
+func (s *serialized) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s.Get(ctx, key, now)
+}
+
+// conformanceStore returns the store to give storetest.Run: f's store, or
+// on a server that is not atomic under concurrency, f's store serialized.
+func conformanceStore(t *testing.T, f *fixture) idem.Store {
+	if atomicServer() {
+		return f.store
+	}
+	t.Logf("%s does not apply conditional writes atomically under concurrency: the suite's calls are serialized", server())
+	return &serialized{s: f.store}
+}
+
+// integration fails the test when no DynamoDB endpoint is configured, unless
+// IDEM_SKIP_INTEGRATION=1 says to skip it: never a silent skip.
+func integration(t *testing.T) {
+	t.Helper()
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
+	}
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		t.Fatal("no DynamoDB endpoint: run `go run ./internal/cmd/testenv -server dynalite -- go test ./ddbstore/...` " +
+			"(or set AWS_ENDPOINT_URL_DYNAMODB to a DynamoDB API), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
+	}
+}
+
+// heavy skips, with a reason, the race tests that need a server known to
+// apply conditional writes atomically under concurrency.
+func heavy(t *testing.T) {
+	t.Helper()
+	integration(t)
+	if server() != "dynalite" && os.Getenv("IDEM_DDB_RACES") != "1" {
+		t.Skipf("heavy race test runs on dynalite (IDEM_DDB_SERVER=%q; moto is not atomic under concurrency); set IDEM_DDB_RACES=1 to run it on this server", server())
+	}
+}
+
+// recorder counts DynamoDB operations by name and injects faults. It is an
+// http.RoundTripper put under the SDK's HTTP client. Safe for concurrent use.
+type recorder struct {
+	inner http.RoundTripper
+
+	mu     sync.Mutex
+	counts map[string]int // guarded by mu
+	faults []*fault       // guarded by mu
+}
+
+// faultKind is what an injected fault looks like to the SDK.
+type faultKind int
+
+const (
+	throttle      faultKind = iota + 1 // 400 ProvisionedThroughputExceededException
+	throttleOther                      // 400 ThrottlingException
+	serverError                        // 500 InternalServerError
+	unavailable                        // 503 with an empty body
+	reset                              // connection reset by peer
+	timeout                            // i/o timeout
+)
+
+func (k faultKind) String() string {
+	return [...]string{"", "throttle", "throttling", "500", "503", "reset", "timeout"}[k]
+}
+
+// fault is a rule: for requests of Op whose body contains Match, inject Kind
+// before the request is sent, or After the server answered it, Times times
+// (negative: always).
+type fault struct {
+	Op    string
+	Match string
+	After bool
+	Kind  faultKind
+	Times int
+}
+
+func newRecorder() *recorder {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 256
+	tr.MaxIdleConnsPerHost = 256
+	// Close idle connections before the server does (Node's default
+	// keep-alive timeout, dynalite's, is 5 s): a request sent on a
+	// connection the server is closing fails with a reset, and the tests
+	// that do not let the SDK retry would see it.
+	tr.IdleConnTimeout = 2 * time.Second
+	return &recorder{inner: tr, counts: map[string]int{}}
+}
+
+func (r *recorder) inject(f fault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, &f)
+}
+
+func (r *recorder) clearFaults() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = nil
+}
+
+// count returns the number of requests of op made so far (faulted ones
+// included).
+func (r *recorder) count(op string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[op]
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts = map[string]int{}
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := req.Header.Get("X-Amz-Target")
+	if i := strings.LastIndexByte(op, '.'); i >= 0 {
+		op = op[i+1:]
+	}
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	r.mu.Lock()
+	r.counts[op]++
+	var hit *fault
+	for _, f := range r.faults {
+		if f.Times != 0 && f.Op == op && bytes.Contains(body, []byte(f.Match)) {
+			hit = f
+			if f.Times > 0 {
+				f.Times--
+			}
+			break
+		}
+	}
+	r.mu.Unlock()
+	if hit == nil {
+		return r.inner.RoundTrip(req)
+	}
+	if hit.After {
+		resp, err := r.inner.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	switch hit.Kind {
+	case reset:
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	case timeout:
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	case throttle:
+		return jsonError(req, 400, "ProvisionedThroughputExceededException", "injected: throughput exceeded"), nil
+	case throttleOther:
+		return jsonError(req, 400, "ThrottlingException", "injected: rate exceeded"), nil
+	case serverError:
+		return jsonError(req, 500, "InternalServerError", "injected: internal server error"), nil
+	case unavailable:
+		return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{},
+			Body: io.NopCloser(strings.NewReader("")), Request: req, ProtoMajor: 1, ProtoMinor: 1}, nil
+	}
+	return nil, errors.New("unknown fault kind")
+}
+
+func jsonError(req *http.Request, status int, code, msg string) *http.Response {
+	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	return &http.Response{StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), Header: h,
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req, ProtoMajor: 1, ProtoMinor: 1}
+}
+
+// newClient returns a DynamoDB client configured from the environment whose
+// requests go through rec, with the SDK's retries set to attempts (1: none).
+func newClient(t testing.TB, rec *recorder, attempts int) *dynamodb.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatalf("load AWS config: %v", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: rec}
+		o.RetryMaxAttempts = attempts
+	})
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// tableName returns a table name of its own for t.
+func tableName(t testing.TB) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := unsafeChars.ReplaceAllString(t.Name(), "-")
+	if len(name) > 80 {
+		name = name[:80]
+	}
+	return fmt.Sprintf("idem-%s-%s", name, hex.EncodeToString(b[:]))
+}
+
+// newTable creates a table of its own for t with CreateTable and deletes it
+// when t ends.
+func newTable(t testing.TB, client *dynamodb.Client, opts ...ddbstore.Option) (string, ddbstore.TableInfo) {
+	t.Helper()
+	table := tableName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	info, err := ddbstore.CreateTable(ctx, client, table, opts...)
+	if err != nil {
+		t.Fatalf("CreateTable(%s) = %v", table, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	return table, info
+}
+
+// fixture is a store on a table of its own, with the recorder under its
+// client.
+type fixture struct {
+	rec    *recorder
+	client *dynamodb.Client
+	table  string
+	info   ddbstore.TableInfo
+	store  *ddbstore.Store
+}
+
+func newFixture(t testing.TB, opts ...ddbstore.Option) *fixture {
+	t.Helper()
+	f := &fixture{rec: newRecorder()}
+	f.client = newClient(t, f.rec, 1)
+	f.table, f.info = newTable(t, f.client, opts...)
+	s, err := ddbstore.New(f.client, f.table, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store = s
+	f.rec.reset()
+	return f
+}

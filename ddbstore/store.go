@@ -1,0 +1,464 @@
+package ddbstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// API is the part of the DynamoDB client that the store calls. A
+// *dynamodb.Client satisfies it; tests may pass a fake. The store sets no
+// SDK options of its own per call: endpoints, credentials and retries come
+// from the client's configuration.
+type API interface {
+	// PutItem writes an item (conditionally, for every write the store makes).
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	// GetItem reads an item (always with ConsistentRead).
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Defaults of the store's options.
+const (
+	// DefaultKeyAttribute is the name of the table's partition key, a string.
+	DefaultKeyAttribute = "pk"
+	// DefaultTTLAttribute is the name of the TTL attribute: the end of a
+	// record's retention in epoch seconds, which DynamoDB's Time to Live
+	// uses to delete expired items.
+	DefaultTTLAttribute = "expires_at"
+	// DefaultCompressionThreshold is the result size, in bytes, above which
+	// a result is stored gzip-compressed (when that makes it smaller).
+	DefaultCompressionThreshold = 4 << 10
+	// DefaultMaxItemSize is the size, as ItemSize counts it, that a stored
+	// item may reach: DynamoDB's limit of 400 KB (409,600 bytes) less a
+	// safety margin of 9,600 bytes.
+	DefaultMaxItemSize = 400_000
+	// MaxItemSize is DynamoDB's item size limit, the largest value
+	// WithMaxItemSize accepts.
+	MaxItemSize = 400 << 10
+	// NoCompression, given to WithCompressionThreshold, turns compression off.
+	NoCompression = -1
+)
+
+// Option configures a Store (New) or the table made for it (CreateTable).
+type Option func(*options) error
+
+type options struct {
+	keyAttr, ttlAttr string
+	compressAbove    int
+	maxItem          int
+}
+
+func defaultOptions() options {
+	return options{
+		keyAttr:       DefaultKeyAttribute,
+		ttlAttr:       DefaultTTLAttribute,
+		compressAbove: DefaultCompressionThreshold,
+		maxItem:       DefaultMaxItemSize,
+	}
+}
+
+var fixedAttrs = []string{AttrStatus, AttrFingerprint, AttrLeaseToken, AttrLeaseUntil, AttrAttempts,
+	AttrRetryable, AttrError, AttrResult, AttrResultEncoding, AttrResultOmitted, AttrUpdatedAt}
+
+func checkAttrName(what, name string) error {
+	if name == "" || len(name) > 255 {
+		return fmt.Errorf("ddbstore: %s attribute name %q must be 1 to 255 bytes", what, name)
+	}
+	for _, f := range fixedAttrs {
+		if name == f {
+			return fmt.Errorf("ddbstore: %s attribute name %q is used by the record", what, name)
+		}
+	}
+	return nil
+}
+
+// WithKeyAttribute sets the name of the table's partition key attribute, a
+// string (default DefaultKeyAttribute). It must not be one of the record's
+// fixed attribute names (AttrStatus...).
+func WithKeyAttribute(name string) Option {
+	return func(o *options) error {
+		if err := checkAttrName("key", name); err != nil {
+			return err
+		}
+		o.keyAttr = name
+		return nil
+	}
+}
+
+// WithTTLAttribute sets the name of the TTL attribute, a number of epoch
+// seconds (default DefaultTTLAttribute). It must not be one of the record's
+// fixed attribute names.
+func WithTTLAttribute(name string) Option {
+	return func(o *options) error {
+		if err := checkAttrName("TTL", name); err != nil {
+			return err
+		}
+		o.ttlAttr = name
+		return nil
+	}
+}
+
+// WithCompressionThreshold stores results of more than n bytes
+// gzip-compressed, when that makes them smaller (default
+// DefaultCompressionThreshold). n must be at least 0, or NoCompression.
+func WithCompressionThreshold(n int) Option {
+	return func(o *options) error {
+		if n < 0 && n != NoCompression {
+			return fmt.Errorf("ddbstore: compression threshold %d must be at least 0, or NoCompression", n)
+		}
+		o.compressAbove = n
+		return nil
+	}
+}
+
+// WithMaxItemSize sets the largest item, as ItemSize counts it, the store
+// writes (default DefaultMaxItemSize; from 4096 to MaxItemSize). A
+// completion whose item would be larger is stored without its result.
+func WithMaxItemSize(n int) Option {
+	return func(o *options) error {
+		if n < 4096 || n > MaxItemSize {
+			return fmt.Errorf("ddbstore: max item size %d must be from 4096 to %d", n, MaxItemSize)
+		}
+		o.maxItem = n
+		return nil
+	}
+}
+
+func buildOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return options{}, err
+		}
+	}
+	if o.keyAttr == o.ttlAttr {
+		return options{}, fmt.Errorf("ddbstore: key and TTL attributes are both named %q", o.keyAttr)
+	}
+	return o, nil
+}
+
+// Store is an idem.Store on a DynamoDB table. It is safe for concurrent use
+// by multiple goroutines, and by any number of processes sharing the table:
+// every write is one conditional PutItem, which DynamoDB applies atomically.
+// Create one with New; the zero value is not usable.
+type Store struct {
+	client API
+	table  string
+	options
+}
+
+var _ idem.Store = (*Store)(nil)
+
+// New returns a Store on table through client, configured by opts. The table
+// must exist with a string partition key named as configured and no sort key
+// (see CreateTable). New makes no calls. A bad option is an error.
+func New(client API, table string, opts ...Option) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("ddbstore: nil client")
+	}
+	if len(table) < 3 || len(table) > 255 {
+		return nil, fmt.Errorf("ddbstore: table name %q must be 3 to 255 characters", table)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{client: client, table: table, options: o}, nil
+}
+
+// Table returns the name of the store's table.
+func (s *Store) Table() string { return s.table }
+
+func (s *Store) keyOf(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{s.keyAttr: &types.AttributeValueMemberS{Value: key}}
+}
+
+func (s *Store) fail(op string, sentinel error, format string, args ...any) error {
+	return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
+}
+
+func checkKey(key string) bool { return key != "" && len(key) <= maxKeyBytes }
+
+// Reserve implements idem.Store.Reserve with one conditional PutItem that
+// asks for the blocking item on failure (ReturnValuesOnConditionCheckFailure
+// ALL_OLD). The condition, with times at the table's resolution (see the
+// package documentation):
+//
+//	attribute_not_exists(key) OR expires_at <= now_s
+//	OR (prev != nil AND lease_token = prev.token AND status = prev.status AND
+//	    ((status = in_progress AND lease_until_ms <= now_ms) OR
+//	     (status = failed AND retryable = true)))
+//
+// If the condition fails, the blocking record comes from the error; where
+// the server does not return it (dynalite), one consistent GetItem reads it.
+// If that finds no live record (it expired or was deleted in between), the
+// put is tried once more. A blocking record that holds rec's own token is
+// this reservation, applied by an earlier try whose answer was lost (an SDK
+// retry): Reserve returns nil. After a failure that may have been applied
+// (a timeout, a reset, a 5xx), one consistent GetItem checks for rec's own
+// token in the same way before the error is returned.
+//
+// A key longer than 2048 bytes or a record above the item size limit is a
+// permanent error wrapping ErrKeyTooLarge or ErrItemTooLarge.
+func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+	const op = "reserve"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if rec.Status != core.StatusInProgress {
+		return fmt.Errorf("ddbstore: reserve needs an in_progress record, got %q", rec.Status)
+	}
+	if rec.LeaseToken == "" {
+		return errors.New("ddbstore: reserve needs a lease token")
+	}
+	if !checkKey(rec.Key) {
+		return s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(rec.Key), maxKeyBytes)
+	}
+	rec = normalize(rec)
+	rec.Result, rec.ResultOmitted = nil, false
+	item := s.encode(rec, nil, "")
+	if size := ItemSize(item); size > s.maxItem {
+		return s.fail(op, ErrItemTooLarge, "record is %d bytes, at most %d", size, s.maxItem)
+	}
+	in := s.reserveInput(item, prev, now)
+	for try := 0; ; try++ {
+		_, err := s.client.PutItem(ctx, in)
+		if err == nil {
+			return nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			t := s.translate(op, err)
+			if t.maybeApplied && s.ownReservation(ctx, rec) {
+				return nil
+			}
+			return t.err
+		}
+		existing, found, err := s.blocking(ctx, op, ccf, rec.Key)
+		if err != nil {
+			return err
+		}
+		if found && isOwnReservation(existing, rec) {
+			return nil
+		}
+		if found && !existing.Expired(now) {
+			return &idem.ConflictError{Existing: existing}
+		}
+		if try >= 1 {
+			return core.MarkTransient(&Error{Op: op, Table: s.table,
+				Err: fmt.Errorf("%w: the blocking record changed twice during the reservation", ErrUnavailable)})
+		}
+	}
+}
+
+func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Record, now time.Time) *dynamodb.PutItemInput {
+	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr}
+	values := map[string]types.AttributeValue{":now_s": num(now.Unix())}
+	cond := "attribute_not_exists(#k) OR #exp <= :now_s"
+	if prev != nil && prev.LeaseToken != "" && prev.Status.Valid() {
+		cond += " OR (#tok = :prev_tok AND #st = :prev_st AND" +
+			" ((#st = :in_progress AND #lease <= :now_ms) OR (#st = :failed AND #retry = :true)))"
+		names["#tok"], names["#st"], names["#lease"], names["#retry"] = AttrLeaseToken, AttrStatus, AttrLeaseUntil, AttrRetryable
+		values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
+		values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
+		values[":in_progress"] = &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}
+		values[":failed"] = &types.AttributeValueMemberS{Value: string(core.StatusFailed)}
+		values[":now_ms"] = num(now.UnixMilli())
+		values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	return &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// isOwnReservation reports whether stored is the reservation rec: only this
+// reservation writes an in-progress record with rec's token and attempt.
+func isOwnReservation(stored, rec core.Record) bool {
+	return stored.Status == core.StatusInProgress && stored.LeaseToken == rec.LeaseToken &&
+		stored.Attempts == rec.Attempts && stored.Key == rec.Key
+}
+
+// ownReservation reads the key after a reservation whose outcome is unknown
+// and reports whether it was applied. Any failure of the read counts as no.
+func (s *Store) ownReservation(ctx context.Context, rec core.Record) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	stored, found, err := s.read(ctx, "reserve", rec.Key)
+	return err == nil && found && isOwnReservation(stored, rec)
+}
+
+// blocking returns the record that made a conditional put fail: the item the
+// error carries (ALL_OLD), or else one consistent read. found is false if the
+// read finds no item.
+func (s *Store) blocking(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string) (core.Record, bool, error) {
+	if len(ccf.Item) > 0 {
+		rec, err := s.decode(ccf.Item)
+		if err != nil {
+			return core.Record{}, false, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+		}
+		return rec, true, nil
+	}
+	return s.read(ctx, op, key)
+}
+
+// read is one consistent GetItem of key.
+func (s *Store) read(ctx context.Context, op, key string) (core.Record, bool, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            s.keyOf(key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return core.Record{}, false, s.translate(op, err).err
+	}
+	if len(out.Item) == 0 {
+		return core.Record{}, false, nil
+	}
+	rec, err := s.decode(out.Item)
+	if err != nil {
+		return core.Record{}, false, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+	}
+	return rec, true, nil
+}
+
+// Complete implements idem.Store.Complete with one PutItem conditioned on
+// `status = in_progress AND lease_token = rec.LeaseToken`, which replaces
+// the whole item.
+//
+// A result of more than the compression threshold is stored gzip-compressed
+// when that makes it smaller. If the item would still exceed the item size
+// limit, a succeeded record is stored without its result and the returned
+// record has ResultOmitted set; a failed record's error message is
+// shortened. Completion never fails for size.
+//
+// If the condition fails and the stored record (from the error, or one
+// consistent GetItem where the server does not return it) is this very
+// completion, applied by an earlier try whose answer was lost, Complete
+// returns it as success. Otherwise the error wraps idem.ErrLeaseLost.
+// Transport failures, throttling and 5xx are transient: retrying a
+// completion is safe because of that check.
+func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
+	const op = "complete"
+	if err := ctx.Err(); err != nil {
+		return core.Record{}, err
+	}
+	if rec.Status != core.StatusSucceeded && rec.Status != core.StatusFailed {
+		return core.Record{}, fmt.Errorf("ddbstore: complete needs a succeeded or failed record, got %q", rec.Status)
+	}
+	if !checkKey(rec.Key) {
+		return core.Record{}, s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(rec.Key), maxKeyBytes)
+	}
+	rec = normalize(rec)
+	rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
+	item, stored, err := s.fitItem(op, rec)
+	if err != nil {
+		return core.Record{}, err
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String("#st = :in_progress AND #tok = :tok"),
+		ExpressionAttributeNames:            map[string]string{"#st": AttrStatus, "#tok": AttrLeaseToken},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}, ":tok": &types.AttributeValueMemberS{Value: rec.LeaseToken}},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return stored, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return core.Record{}, s.translate(op, err).err
+	}
+	existing, found, rerr := s.blocking(ctx, op, ccf, rec.Key)
+	if rerr != nil {
+		// The lease was lost or the outcome is ours; we cannot tell which.
+		return core.Record{}, rerr
+	}
+	if found && existing.LeaseToken == rec.LeaseToken && existing.Status == rec.Status && existing.Attempts == rec.Attempts {
+		return existing, nil
+	}
+	what := "no record"
+	if found {
+		what = fmt.Sprintf("a %s record (attempt %d) with another lease", existing.Status, existing.Attempts)
+		if existing.LeaseToken == rec.LeaseToken {
+			what = fmt.Sprintf("a %s record (attempt %d) with this lease", existing.Status, existing.Attempts)
+		}
+	}
+	return core.Record{}, fmt.Errorf("ddbstore: complete on table %q, key hash %s: %w: table holds %s",
+		s.table, idem.HashKey(rec.Key), idem.ErrLeaseLost, what)
+}
+
+// fitItem encodes a completed record within the item size limit, compressing
+// the result or, failing that, dropping it (succeeded) or shortening the
+// error message (failed). It returns the item and the record as stored.
+func (s *Store) fitItem(op string, rec core.Record) (map[string]types.AttributeValue, core.Record, error) {
+	body, encoding := rec.Result, ""
+	if s.compressAbove >= 0 && len(body) > s.compressAbove {
+		if z := gzipBody(body); len(z) < len(body) {
+			body, encoding = z, encodingGzip
+		}
+	}
+	if len(rec.Result) == 0 {
+		rec.Result = nil
+	}
+	item := s.encode(rec, body, encoding)
+	size := ItemSize(item)
+	if size <= s.maxItem {
+		return item, rec, nil
+	}
+	if len(body) > 0 {
+		rec.Result, rec.ResultOmitted = nil, true
+		item = s.encode(rec, nil, "")
+		size = ItemSize(item)
+	}
+	if size > s.maxItem && rec.Error != "" {
+		const mark = " …(truncated)"
+		keep := len(rec.Error) - (size - s.maxItem) - len(mark)
+		rec.Error = truncateUTF8(rec.Error, keep) + mark
+		item = s.encode(rec, nil, "")
+		size = ItemSize(item)
+	}
+	if size > s.maxItem {
+		return nil, core.Record{}, s.fail(op, ErrItemTooLarge, "record without result is %d bytes, at most %d", size, s.maxItem)
+	}
+	return item, rec, nil
+}
+
+// Get implements idem.Store.Get with one consistent GetItem. A record whose
+// retention has ended at now (its TTL attribute, in seconds, is at or before
+// now) is reported as idem.ErrNotFound even if DynamoDB has not deleted it.
+func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
+	const op = "get"
+	if err := ctx.Err(); err != nil {
+		return core.Record{}, err
+	}
+	if !checkKey(key) {
+		return core.Record{}, s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(key), maxKeyBytes)
+	}
+	rec, found, err := s.read(ctx, op, key)
+	if err != nil {
+		return core.Record{}, err
+	}
+	if !found || rec.Expired(now) {
+		return core.Record{}, fmt.Errorf("ddbstore: get on table %q, key hash %s: %w", s.table, idem.HashKey(key), idem.ErrNotFound)
+	}
+	return rec, nil
+}
