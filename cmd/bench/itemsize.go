@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/ddbstore"
+)
+
+// capture is a ddbstore.API that records the size of every item put.
+type capture struct {
+	ddbstore.API
+	mu    sync.Mutex
+	sizes []int // guarded by mu
+}
+
+func (c *capture) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.mu.Lock()
+	c.sizes = append(c.sizes, ddbstore.ItemSize(in.Item))
+	c.mu.Unlock()
+	return c.API.PutItem(ctx, in, opts...)
+}
+
+func (c *capture) take() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sizes
+	c.sizes = nil
+	return s
+}
+
+// itemSizeRow is the record written for one result.
+type itemSizeRow struct {
+	ResultBytes   int    `json:"result_bytes"`
+	Content       string `json:"content"`
+	Compression   string `json:"compression"`
+	ReserveBytes  int    `json:"reserve_item_bytes"`
+	CompleteBytes int    `json:"complete_item_bytes"`
+	// WCUs of the two writes of a first execution: the reservation, and
+	// the completion that replaces it (billed on the larger item).
+	ReserveWCU  int `json:"reserve_wcu"`
+	CompleteWCU int `json:"complete_wcu"`
+	// A duplicate's conditional put fails on the completed item; DynamoDB
+	// bills a failed conditional write by the existing item's size.
+	DuplicateWCU int `json:"duplicate_wcu"`
+	// A consistent GetItem of the completed item (dynalite's path for a
+	// duplicate): 1 RCU per 4 KB.
+	GetRCU int `json:"get_rcu"`
+}
+
+func ceilDiv(a, b int) int { return max(1, (a+b-1)/b) }
+
+// jsonResult is a compressible JSON result of about size bytes: an order
+// with line items.
+func jsonResult(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"ok": true, "id": "item_size", "lines": [`)
+	for i := 0; b.Len() < size-40; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `{"sku": "SKU-%06d", "qty": %d, "price": %d.%02d}`, i, i%5+1, 10+i%90, i%100)
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
+// randomResult is a barely compressible JSON result of about size bytes: a
+// string of random base64.
+func randomResult(size int) []byte {
+	raw := make([]byte, (size-20)*3/4)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range raw {
+		raw[i] = byte(r.UintN(256))
+	}
+	return fmt.Appendf(nil, `{"blob": "%s"}`, base64.StdEncoding.EncodeToString(raw))
+}
+
+// itemSizes writes one record per result size, content and compression
+// setting through the DynamoDB store, and reports the item sizes as the
+// store's ItemSize counts them (DynamoDB's rules; numbers over-estimated by
+// at most 2 bytes each).
+func itemSizes(ctx context.Context, client *dynamodb.Client) ([]itemSizeRow, error) {
+	const table = "idem_bench_item_size"
+	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
+		return nil, err
+	}
+	defer deleteTable(ctx, client, table)
+	capt := &capture{API: client}
+	var rows []itemSizeRow
+	var n atomic.Int64
+	for _, size := range []int{1 << 10, 10 << 10, 100 << 10} {
+		for _, content := range []string{"json", "random"} {
+			result := jsonResult(size)
+			if content == "random" {
+				result = randomResult(size)
+			}
+			for _, comp := range []string{"default", "off"} {
+				opts := []ddbstore.Option{}
+				if comp == "off" {
+					opts = append(opts, ddbstore.WithCompressionThreshold(ddbstore.NoCompression))
+				}
+				st, err := ddbstore.New(capt, table, opts...)
+				if err != nil {
+					return nil, err
+				}
+				r, err := idem.New(st, runnerOptions()...)
+				if err != nil {
+					return nil, err
+				}
+				ev := makeEvent("item_size", fmt.Sprintf("%s-%d-%s", content, size, comp), int(n.Add(1)), 100)
+				ev.result = result
+				capt.take()
+				var execs atomic.Int64
+				if _, err := r.Do(ctx, ev.key, ev.payload, handler(ev, false, &execs, 0)); err != nil {
+					return nil, err
+				}
+				sizes := capt.take()
+				if len(sizes) != 2 {
+					return nil, fmt.Errorf("%d puts for a first execution, want 2", len(sizes))
+				}
+				compName := "gzip above 4096 B (default)"
+				if comp == "off" {
+					compName = "off"
+				}
+				rows = append(rows, itemSizeRow{
+					ResultBytes: len(result), Content: content, Compression: compName,
+					ReserveBytes: sizes[0], CompleteBytes: sizes[1],
+					ReserveWCU: ceilDiv(sizes[0], 1024), CompleteWCU: ceilDiv(max(sizes[0], sizes[1]), 1024),
+					DuplicateWCU: ceilDiv(sizes[1], 1024), GetRCU: ceilDiv(sizes[1], 4096),
+				})
+			}
+		}
+	}
+	return rows, nil
+}

@@ -1,0 +1,27 @@
+// Command orders-api is the example's HTTP API function (POST /orders),
+// built as a Lambda bootstrap:
+//
+//	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap ./examples/orders/cmd/orders-api
+//
+// See package github.com/idemgo/idem/examples/orders for what it does and
+// the environment variables it reads.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idemgo/idem/examples/orders"
+)
+
+func main() {
+	handler, err := orders.APIFromEnv(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "orders-api:", err)
+		os.Exit(1)
+	}
+	lambda.Start(handler)
+}

@@ -1,0 +1,40 @@
+// Package orders is idem's example service: two Lambda functions that use
+// the wrappers of github.com/idemgo/idem/lambda over the DynamoDB store.
+//
+//   - orders-api (cmd/orders-api): POST /orders behind an API Gateway HTTP
+//     API. It creates an order (one item in the orders table, under a new
+//     random order id per real execution) and sends an OrderPlaced message
+//     to the orders queue. Keyed by the Idempotency-Key header: a retried
+//     request gets the first response back, marked Idempotent-Replayed.
+//   - orders-consumer (cmd/orders-consumer): consumes the orders queue and
+//     appends one ledger entry per OrderPlaced event (a new random entry id
+//     per real execution), keyed by the event's event_id. Permanent
+//     failures are reported for redelivery so that the queue's redrive
+//     policy moves them to its dead-letter queue.
+//
+// Because every real execution writes an item under a new random id, a
+// duplicate execution would show as an extra item: the end-to-end tests
+// (test/e2e) and the demo (cmd/demo) count items to prove there is none.
+//
+// The functions read their configuration from the environment variables
+// named by the Env* constants (APIEnv and ConsumerEnv list which function
+// reads which); template.yaml at the repository root sets them.
+//
+// # Test hooks
+//
+// When ORDERS_TEST_HOOKS=1 (never set by template.yaml), the functions obey
+// these hooks, which exist only so that tests can provoke failures:
+//
+//   - orders-api, request header X-Test-Fail: 503 (or another 5xx status):
+//     answer that status without creating anything;
+//   - orders-api, request header X-Test-Sleep-Ms: N: sleep N milliseconds
+//     before creating the order (to hold the key in progress);
+//   - orders-consumer, body field "fail": "transient_once" fails
+//     transiently while the message's ApproximateReceiveCount is 1 (so the
+//     first delivery is reported and the redelivery succeeds), "transient"
+//     always fails transiently, "poison" fails permanently;
+//   - orders-consumer, body field "sleep_ms": N sleeps N milliseconds before
+//     writing the ledger entry, ignoring the deadline, while the message's
+//     ApproximateReceiveCount is 1 (so that a first delivery is killed by
+//     the timeout in the middle of the handler and a redelivery is not).
+package orders

@@ -1,0 +1,158 @@
+package orders_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/examples/orders"
+	idemlambda "github.com/idemgo/idem/lambda"
+	"github.com/idemgo/idem/memstore"
+)
+
+const queueARN = "arn:aws:sqs:us-east-1:123456789012:orders"
+
+func apiRequest(key, body string, headers map[string]string) events.APIGatewayV2HTTPRequest {
+	h := map[string]string{"content-type": "application/json", "idempotency-key": key}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "POST /orders", RawPath: "/orders", Headers: h, Body: body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey: "POST /orders", Stage: "$default", RequestID: "r-" + key,
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/orders"},
+		},
+	}
+}
+
+type fixture struct {
+	tables *orders.MemoryTables
+	queue  *orders.MemoryQueue
+	api    func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	cons   func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{tables: &orders.MemoryTables{}, queue: &orders.MemoryQueue{}}
+	d := orders.Deps{
+		Store: memstore.New(), Orders: f.tables, Ledger: f.tables, Publisher: f.queue, TestHooks: true,
+		SafetyMargin: -1, RunnerOptions: []idem.Option{idem.WithRetry(1, 0, 0)},
+	}
+	var err error
+	if f.api, err = orders.NewAPI(d); err != nil {
+		t.Fatal(err)
+	}
+	if f.cons, err = orders.NewConsumer(d); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+const order = `{"customer_id":"c-1","items":[{"sku":"book","qty":2,"price_cents":1250}]}`
+
+func TestAPIPlacesOnceAndPublishesOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	first, _ := f.api(ctx(t), apiRequest("key-1", order, nil))
+	second, _ := f.api(ctx(t), apiRequest("key-1", order, nil))
+	if first.StatusCode != 201 || second.StatusCode != 201 || second.Headers[idemlambda.HeaderReplayed] != "true" || first.Body != second.Body {
+		t.Fatalf("first %d %s, second %d %v %s", first.StatusCode, first.Body, second.StatusCode, second.Headers, second.Body)
+	}
+	var p orders.Placed
+	if err := json.Unmarshal([]byte(first.Body), &p); err != nil || !strings.HasPrefix(p.OrderID, "ord_") || p.AmountCents != 2500 {
+		t.Fatalf("body %s: %+v %v", first.Body, p, err)
+	}
+	if got := len(f.tables.Orders()); got != 1 {
+		t.Errorf("%d orders, want 1", got)
+	}
+	msgs := f.queue.Receive(queueARN)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Body, p.OrderID) {
+		t.Fatalf("queue holds %v, want one OrderPlaced for %s", msgs, p.OrderID)
+	}
+}
+
+func TestAPIValidationIsStored(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i, want := range []string{"", "true"} {
+		r, _ := f.api(ctx(t), apiRequest("key-2", `{"items":[]}`, nil))
+		if r.StatusCode != 400 || r.Headers[idemlambda.HeaderReplayed] != want {
+			t.Errorf("request %d: %d %v, want 400 replayed %q", i, r.StatusCode, r.Headers, want)
+		}
+	}
+}
+
+func TestAPIHookFailureIsRetried(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	r1, _ := f.api(ctx(t), apiRequest("key-3", order, map[string]string{"X-Test-Fail": "503"}))
+	r2, _ := f.api(ctx(t), apiRequest("key-3", order, nil))
+	if r1.StatusCode != 503 || r2.StatusCode != 201 || r2.Headers[idemlambda.HeaderReplayed] != "" {
+		t.Fatalf("got %d then %d %v; want 503 then a fresh 201", r1.StatusCode, r2.StatusCode, r2.Headers)
+	}
+	if got := len(f.tables.Orders()); got != 1 {
+		t.Errorf("%d orders, want 1", got)
+	}
+}
+
+func TestConsumerOneEntryPerEvent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, k := range []string{"a-key-1", "a-key-2"} {
+		if r, _ := f.api(ctx(t), apiRequest(k, order, nil)); r.StatusCode != 201 {
+			t.Fatalf("place: %d %s", r.StatusCode, r.Body)
+		}
+	}
+	msgs := f.queue.Receive(queueARN)
+	dup := orders.SQSRecord("dup-1", msgs[0].Body, 1, queueARN) // the same event, sent again
+	poison := orders.SQSRecord("poison-1", `{"type":"OrderPlaced","event_id":"evt_p","order_id":"ord_p","fail":"poison"}`, 1, queueARN)
+	flaky := orders.SQSRecord("flaky-1", `{"type":"OrderPlaced","event_id":"evt_f","order_id":"ord_f","fail":"transient_once"}`, 1, queueARN)
+	resp, _ := f.cons(ctx(t), events.SQSEvent{Records: append(msgs, dup, poison, flaky)})
+	got := map[string]bool{}
+	for _, fl := range resp.BatchItemFailures {
+		got[fl.ItemIdentifier] = true
+	}
+	if len(got) != 2 || !got["poison-1"] || !got["flaky-1"] {
+		t.Fatalf("failures %v, want poison-1 and flaky-1", resp.BatchItemFailures)
+	}
+	again := orders.SQSRecord("flaky-1", flaky.Body, 2, queueARN)
+	resp, _ = f.cons(ctx(t), events.SQSEvent{Records: []events.SQSMessage{again, msgs[1]}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("redelivery failures %v", resp.BatchItemFailures)
+	}
+	if n := len(f.tables.Entries()); n != 3 {
+		t.Errorf("%d ledger entries, want 3 (two orders, the flaky event)", n)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{orders.EnvIdemTable: "idem", orders.EnvLedgerTable: "ledger", orders.EnvLeaseMargin: "250ms", orders.EnvSafetyMargin: "1s", orders.EnvTestHooks: "1"}
+	c, err := orders.ConfigFromEnv(func(k string) string { return env[k] }, orders.ConsumerEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IdemTable != "idem" || c.LedgerTable != "ledger" || c.LeaseMargin != 250*time.Millisecond || c.SafetyMargin != time.Second || !c.TestHooks {
+		t.Errorf("config %+v", c)
+	}
+	if _, err := orders.ConfigFromEnv(func(k string) string { return env[k] }, orders.APIEnv); err == nil || !strings.Contains(err.Error(), orders.EnvOrdersTable) {
+		t.Errorf("missing ORDERS_TABLE: err = %v", err)
+	}
+	env[orders.EnvLeaseMargin] = "soon"
+	if _, err := orders.ConfigFromEnv(func(k string) string { return env[k] }, orders.ConsumerEnv); err == nil {
+		t.Error("a bad duration was accepted")
+	}
+}

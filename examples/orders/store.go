@@ -1,0 +1,277 @@
+package orders
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Order is one item of the orders table.
+type Order struct {
+	OrderID     string    `json:"order_id"`
+	CustomerID  string    `json:"customer_id"`
+	AmountCents int64     `json:"amount_cents"`
+	Items       []Item    `json:"items"`
+	PlacedAt    time.Time `json:"placed_at"`
+}
+
+// Item is a line of an order.
+type Item struct {
+	SKU        string `json:"sku"`
+	Qty        int64  `json:"qty"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// Entry is one item of the ledger table.
+type Entry struct {
+	EntryID     string    `json:"entry_id"`
+	EventID     string    `json:"event_id"`
+	OrderID     string    `json:"order_id"`
+	AmountCents int64     `json:"amount_cents"`
+	RecordedAt  time.Time `json:"recorded_at"`
+}
+
+// OrderPlaced is the message orders-api sends for each order it creates,
+// and the body orders-consumer reads. EventID identifies the business event
+// (one per order): the consumer's idempotency key comes from it.
+type OrderPlaced struct {
+	Type        string `json:"type"` // always "OrderPlaced"
+	EventID     string `json:"event_id"`
+	OrderID     string `json:"order_id"`
+	CustomerID  string `json:"customer_id"`
+	AmountCents int64  `json:"amount_cents"`
+	// Fail and SleepMs are test hooks (see the package documentation);
+	// orders-api never sets them.
+	Fail    string `json:"fail,omitempty"`
+	SleepMs int    `json:"sleep_ms,omitempty"`
+}
+
+// Orders stores orders. Implementations are safe for concurrent use.
+type Orders interface {
+	// PutOrder writes a new order; an existing order id is an error.
+	PutOrder(ctx context.Context, o Order) error
+}
+
+// Ledger stores ledger entries. Implementations are safe for concurrent use.
+type Ledger interface {
+	// Append writes a new entry; an existing entry id is an error.
+	Append(ctx context.Context, e Entry) error
+}
+
+// Publisher sends OrderPlaced messages. Implementations are safe for
+// concurrent use.
+type Publisher interface {
+	// Publish sends one message.
+	Publish(ctx context.Context, ev OrderPlaced) error
+}
+
+// DynamoDBAPI is the part of the DynamoDB client the example's tables use.
+type DynamoDBAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// DynamoTables keeps orders and ledger entries in DynamoDB tables whose
+// partition keys are OrdersKeyAttr and LedgerKeyAttr.
+type DynamoTables struct {
+	Client      DynamoDBAPI
+	OrdersTable string
+	LedgerTable string
+}
+
+// PutOrder implements Orders with a conditional PutItem.
+func (t DynamoTables) PutOrder(ctx context.Context, o Order) error {
+	items, err := json.Marshal(o.Items)
+	if err != nil {
+		return err
+	}
+	return t.put(ctx, t.OrdersTable, OrdersKeyAttr, map[string]types.AttributeValue{
+		OrdersKeyAttr:  &types.AttributeValueMemberS{Value: o.OrderID},
+		"customer_id":  &types.AttributeValueMemberS{Value: o.CustomerID},
+		"amount_cents": &types.AttributeValueMemberN{Value: strconv.FormatInt(o.AmountCents, 10)},
+		"items":        &types.AttributeValueMemberS{Value: string(items)},
+		"placed_at":    &types.AttributeValueMemberS{Value: o.PlacedAt.UTC().Format(time.RFC3339Nano)},
+	})
+}
+
+// Append implements Ledger with a conditional PutItem.
+func (t DynamoTables) Append(ctx context.Context, e Entry) error {
+	return t.put(ctx, t.LedgerTable, LedgerKeyAttr, map[string]types.AttributeValue{
+		LedgerKeyAttr:  &types.AttributeValueMemberS{Value: e.EntryID},
+		"event_id":     &types.AttributeValueMemberS{Value: e.EventID},
+		"order_id":     &types.AttributeValueMemberS{Value: e.OrderID},
+		"amount_cents": &types.AttributeValueMemberN{Value: strconv.FormatInt(e.AmountCents, 10)},
+		"recorded_at":  &types.AttributeValueMemberS{Value: e.RecordedAt.UTC().Format(time.RFC3339Nano)},
+	})
+}
+
+func (t DynamoTables) put(ctx context.Context, table, keyAttr string, item map[string]types.AttributeValue) error {
+	_, err := t.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(table),
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames: map[string]string{"#k": keyAttr},
+	})
+	if err != nil {
+		return fmt.Errorf("orders: put into %s: %w", table, err)
+	}
+	return nil
+}
+
+// MemoryTables keeps orders and ledger entries in memory (demo and tests).
+// The zero value is ready; safe for concurrent use.
+type MemoryTables struct {
+	mu     sync.Mutex
+	orders map[string]Order
+	ledger map[string]Entry
+}
+
+// PutOrder implements Orders.
+func (m *MemoryTables) PutOrder(ctx context.Context, o Order) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.orders[o.OrderID]; ok {
+		return fmt.Errorf("orders: order %s exists", o.OrderID)
+	}
+	if m.orders == nil {
+		m.orders = map[string]Order{}
+	}
+	m.orders[o.OrderID] = o
+	return nil
+}
+
+// Append implements Ledger.
+func (m *MemoryTables) Append(ctx context.Context, e Entry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ledger[e.EntryID]; ok {
+		return fmt.Errorf("orders: entry %s exists", e.EntryID)
+	}
+	if m.ledger == nil {
+		m.ledger = map[string]Entry{}
+	}
+	m.ledger[e.EntryID] = e
+	return nil
+}
+
+// Orders returns the stored orders, sorted by id.
+func (m *MemoryTables) Orders() []Order {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Order, 0, len(m.orders))
+	for _, o := range m.orders {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].OrderID < out[j].OrderID })
+	return out
+}
+
+// Entries returns the ledger entries, sorted by id.
+func (m *MemoryTables) Entries() []Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Entry, 0, len(m.ledger))
+	for _, e := range m.ledger {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].EntryID < out[j].EntryID })
+	return out
+}
+
+// SQSAPI is the part of the SQS client SQSPublisher calls.
+type SQSAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// SQSPublisher sends OrderPlaced messages to an SQS queue, with the event
+// id as the message attribute EventId.
+type SQSPublisher struct {
+	Client   SQSAPI
+	QueueURL string
+}
+
+// Publish implements Publisher.
+func (p SQSPublisher) Publish(ctx context.Context, ev OrderPlaced) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = p.Client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:    aws.String(p.QueueURL),
+		MessageBody: aws.String(string(b)),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+			"EventId": {DataType: aws.String("String"), StringValue: aws.String(ev.EventID)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("orders: send OrderPlaced: %w", err)
+	}
+	return nil
+}
+
+// MemoryQueue is an in-memory stand-in for the orders queue (demo and
+// tests): Publish appends, Receive hands out SQS records. The zero value is
+// ready; safe for concurrent use.
+type MemoryQueue struct {
+	mu   sync.Mutex
+	msgs []OrderPlaced
+	n    int
+}
+
+// Publish implements Publisher.
+func (q *MemoryQueue) Publish(ctx context.Context, ev OrderPlaced) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.msgs = append(q.msgs, ev)
+	return nil
+}
+
+// Receive removes and returns the queued messages as SQS records of the
+// queue arn, as Lambda's event source mapping would deliver them.
+func (q *MemoryQueue) Receive(arn string) []events.SQSMessage {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []events.SQSMessage
+	for _, ev := range q.msgs {
+		q.n++
+		b, _ := json.Marshal(ev) // OrderPlaced always marshals
+		out = append(out, SQSRecord(fmt.Sprintf("00000000-0000-4000-8000-%012d", q.n), string(b), 1, arn))
+	}
+	q.msgs = nil
+	return out
+}
+
+// SQSRecord returns an SQS record as Lambda delivers it: message id, receipt
+// handle, MD5 of the body, system attributes (with receiveCount as
+// ApproximateReceiveCount) and the queue's ARN.
+func SQSRecord(messageID, body string, receiveCount int, queueARN string) events.SQSMessage {
+	sum := md5.Sum([]byte(body))
+	return events.SQSMessage{
+		MessageId:     messageID,
+		ReceiptHandle: "AQEB" + hex.EncodeToString(sum[:]) + "/" + messageID + "/" + strconv.Itoa(receiveCount),
+		Body:          body,
+		Md5OfBody:     hex.EncodeToString(sum[:]),
+		Attributes: map[string]string{
+			"ApproximateReceiveCount":          strconv.Itoa(receiveCount),
+			"SentTimestamp":                    "1767268800000",
+			"SenderId":                         "AROAEXAMPLE:orders-api",
+			"ApproximateFirstReceiveTimestamp": "1767268800123",
+		},
+		MessageAttributes: map[string]events.SQSMessageAttribute{},
+		EventSourceARN:    queueARN,
+		EventSource:       "aws:sqs",
+		AWSRegion:         "us-east-1",
+	}
+}

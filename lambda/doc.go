@@ -1,0 +1,42 @@
+// Package idemlambda makes AWS Lambda handlers idempotent with an
+// idem.Runner. It lives in the directory lambda/ (import path
+// github.com/idemgo/idem/lambda) but is named idemlambda, so that it can be
+// imported beside aws-lambda-go's own lambda package without an alias:
+//
+//	import (
+//		"github.com/aws/aws-lambda-go/lambda"
+//		idemlambda "github.com/idemgo/idem/lambda"
+//	)
+//
+// Every constructor returns a plain typed handler that lambda.Start accepts
+// as it is, and an error for a bad argument or option:
+//
+//   - SQS: one idempotent operation per message of an SQS batch, failures
+//     reported as batchItemFailures (ReportBatchItemFailures).
+//   - RESTAPI, HTTPAPI and FunctionURL: API Gateway REST APIs, HTTP APIs and
+//     Lambda function URLs, keyed by the Idempotency-Key header.
+//   - Typed: any other event type (EventBridge, Step Functions, direct
+//     invocation), keyed by a function of the event.
+//
+// Each call's lease is taken from the invocation's deadline: the runner
+// reads ctx.Deadline(), which Lambda sets to the end of the invocation, and
+// adds its lease margin (idem.WithLease). A sandbox that is killed in the
+// middle of a handler therefore blocks its key only until shortly after its
+// own timeout; a redelivery after that takes the key over.
+//
+// Keys: SQS and Typed users name the event's identity (a body field, a
+// message attribute, the FIFO deduplication id, the message id); EventKey
+// turns it and the action name into a stored key, hashed with
+// core.DeriveKey so that no user data sits in the table's key. The HTTP
+// wrappers hash the Idempotency-Key header together with the caller's
+// identity, the method and the path, so that one caller can neither replay
+// nor block another caller's key.
+//
+// Decisions are logged with log/slog (WithLogger), one record per message or
+// request, with the key hashed by idem.HashKey.
+//
+// What it does not promise: a handler that crashes after its side effect
+// and before its outcome is recorded runs again once its lease ends. Make
+// side effects idempotent downstream (idempotency keys of the APIs you
+// call, conditional writes) where a repeat would hurt.
+package idemlambda

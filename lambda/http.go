@@ -1,0 +1,576 @@
+package idemlambda
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// Header names and limits of the HTTP wrappers.
+const (
+	// HeaderIdempotencyKey is the request header that carries the client's
+	// idempotency key. It is looked up case-insensitively.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderReplayed is set to "true" on a response replayed from the store.
+	HeaderReplayed = "Idempotent-Replayed"
+	// MaxHeaderKeyLen is the longest Idempotency-Key value accepted, in
+	// characters.
+	MaxHeaderKeyLen = 255
+	// ProblemContentType is the media type of the wrappers' own error
+	// responses (RFC 9457 problem details).
+	ProblemContentType = "application/problem+json"
+	// ProblemTypeBase starts the type URI of every problem the wrappers
+	// answer; the rest is one of the Problem* constants.
+	ProblemTypeBase = "https://github.com/idemgo/idem/blob/main/docs/lambda.md#"
+)
+
+// Problem types (appended to ProblemTypeBase) of the HTTP wrappers' own
+// responses.
+const (
+	// ProblemMissingKey: 400, the request has no Idempotency-Key header.
+	ProblemMissingKey = "missing-idempotency-key"
+	// ProblemInvalidKey: 400, the Idempotency-Key header is empty, too
+	// long, repeated or has characters other than visible ASCII.
+	ProblemInvalidKey = "invalid-idempotency-key"
+	// ProblemInvalidBody: 400, a base64 body that does not decode.
+	ProblemInvalidBody = "invalid-body"
+	// ProblemInProgress: 409, a request with the same key is still being
+	// processed; Retry-After says when its lease ends.
+	ProblemInProgress = "request-in-progress"
+	// ProblemKeyReused: 422, the key was used with another method, path or
+	// body.
+	ProblemKeyReused = "idempotency-key-reused"
+	// ProblemRetriesExhausted: 500, the key's requests failed with server
+	// errors as often as the runner allows (idem.WithMaxAttempts); the
+	// key will not run again until its record expires. Send a new key.
+	ProblemRetriesExhausted = "retries-exhausted"
+	// ProblemResponseOmitted: 500, the request succeeded earlier but its
+	// response was too large for the store to keep, so it cannot be
+	// replayed.
+	ProblemResponseOmitted = "response-not-replayable"
+	// ProblemStoreUnavailable: 503, the idempotency store failed; retry.
+	ProblemStoreUnavailable = "store-unavailable"
+	// ProblemInternal: 500, the handler returned an error (not stored: a
+	// retry runs the handler again) or another internal failure.
+	ProblemInternal = "internal-error"
+)
+
+// Response is what an HTTP handler answers, and what is stored and replayed
+// for its key: the status code, headers and body. A StatusCode of 0 means
+// 200. Responses with a status of 500 or more are returned to the client but
+// not stored: the next request with the same key runs the handler again.
+type Response struct {
+	// StatusCode is the HTTP status (0 means 200).
+	StatusCode int `json:"statusCode"`
+	// Headers are the response headers.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Body is the response body, base64-encoded if IsBase64Encoded.
+	Body string `json:"body"`
+	// IsBase64Encoded says that Body holds base64 of a binary body.
+	IsBase64Encoded bool `json:"isBase64Encoded,omitempty"`
+}
+
+// Problem is an RFC 9457 problem details object, the body of the HTTP
+// wrappers' own error responses.
+type Problem struct {
+	// Type is a URI naming the problem: ProblemTypeBase + one of the
+	// Problem* constants.
+	Type string `json:"type"`
+	// Title is a short summary of the problem type.
+	Title string `json:"title"`
+	// Status is the HTTP status code.
+	Status int `json:"status"`
+	// Detail explains this occurrence.
+	Detail string `json:"detail,omitempty"`
+}
+
+// RESTAPI returns a handler for API Gateway REST APIs (Lambda proxy
+// integration) that makes handler idempotent per Idempotency-Key header; see
+// HTTPAPI for the rules. The caller identity that scopes keys is, for each
+// one present: the authorizer's principalId, its claims' sub (Cognito user
+// pool authorizer), the IAM caller's userArn (or caller), the Cognito
+// identity id and the API key id.
+func RESTAPI(runner *idem.Runner, handler func(ctx context.Context, req events.APIGatewayProxyRequest) (Response, error), opts ...Option) (func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), error) {
+	w, err := newHTTPWrapper(runner, handler != nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		r := w.serve(ctx, restRequest(req), func(ctx context.Context) (Response, error) { return handler(ctx, req) })
+		return events.APIGatewayProxyResponse{StatusCode: r.StatusCode, Headers: r.Headers, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}, nil
+	}, nil
+}
+
+// HTTPAPI returns a handler for API Gateway HTTP APIs (payload format 2.0)
+// that makes handler idempotent per Idempotency-Key header:
+//
+//   - the header (case-insensitive; an RFC 8941 quoted string is unquoted)
+//     must hold 1 to MaxHeaderKeyLen visible ASCII characters; missing: 400
+//     (or, with WithOptionalKey, the handler runs unkeyed); invalid: 400;
+//   - the stored key hashes the header with the caller identity (JWT sub
+//     claim, IAM userArn or callerId, a Lambda authorizer's principalId or
+//     sub), the method and the path, so one caller cannot replay or block
+//     another's key; without an identity, all callers share the key space;
+//   - the fingerprint covers the method, the path and the body (a base64
+//     body is decoded first; a JSON body is compared canonically, any other
+//     body byte for byte);
+//   - in progress elsewhere: 409 with Retry-After (whole seconds until the
+//     holder's lease ends, at least 1); same key with another body: 422;
+//   - replay: the stored status, headers and body, plus
+//     Idempotent-Replayed: true;
+//   - a response with status 500 or more, or a handler error (answered as a
+//     500 problem), is returned but not stored, and the runner does not
+//     retry it in-process: the client's retry runs the handler again. Each
+//     such run counts against idem.WithMaxAttempts; once they are used up,
+//     the key answers 500 retries-exhausted until its record expires;
+//   - store failures: 503 with Retry-After: 1 when transient, else 500.
+//
+// The wrappers' own errors are RFC 9457 problem details (Problem) with
+// Content-Type application/problem+json.
+func HTTPAPI(runner *idem.Runner, handler func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (Response, error), opts ...Option) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	w, err := newHTTPWrapper(runner, handler != nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		r := w.serve(ctx, httpAPIRequest(req), func(ctx context.Context) (Response, error) { return handler(ctx, req) })
+		return events.APIGatewayV2HTTPResponse{StatusCode: r.StatusCode, Headers: r.Headers, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}, nil
+	}, nil
+}
+
+// FunctionURL returns a handler for Lambda function URLs that makes handler
+// idempotent per Idempotency-Key header; see HTTPAPI for the rules. The
+// caller identity that scopes keys is the IAM caller's userArn (or callerId)
+// when the URL uses AWS_IAM auth.
+func FunctionURL(runner *idem.Runner, handler func(ctx context.Context, req events.LambdaFunctionURLRequest) (Response, error), opts ...Option) (func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), error) {
+	w, err := newHTTPWrapper(runner, handler != nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		r := w.serve(ctx, functionURLRequest(req), func(ctx context.Context) (Response, error) { return handler(ctx, req) })
+		return events.LambdaFunctionURLResponse{StatusCode: r.StatusCode, Headers: r.Headers, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}, nil
+	}, nil
+}
+
+// httpRequest is the flavour-neutral view of a request.
+type httpRequest struct {
+	method, path string
+	headers      map[string]string
+	multi        map[string][]string // REST only
+	body         string
+	base64       bool
+	identity     []string // labelled parts, in a fixed order
+}
+
+func restRequest(r events.APIGatewayProxyRequest) httpRequest {
+	var id []string
+	if a := r.RequestContext.Authorizer; a != nil {
+		id = addIdentity(id, "principal", stringOf(a["principalId"]))
+		if claims, ok := a["claims"].(map[string]any); ok {
+			id = addIdentity(id, "sub", stringOf(claims["sub"]))
+		}
+	}
+	ri := r.RequestContext.Identity
+	if ri.UserArn != "" {
+		id = addIdentity(id, "iam", ri.UserArn)
+	} else {
+		id = addIdentity(id, "iam", ri.Caller)
+	}
+	id = addIdentity(id, "cognito", ri.CognitoIdentityID)
+	id = addIdentity(id, "apikey", ri.APIKeyID)
+	method := r.HTTPMethod
+	if method == "" {
+		method = r.RequestContext.HTTPMethod
+	}
+	return httpRequest{method: method, path: r.Path, headers: r.Headers, multi: r.MultiValueHeaders, body: r.Body, base64: r.IsBase64Encoded, identity: id}
+}
+
+func httpAPIRequest(r events.APIGatewayV2HTTPRequest) httpRequest {
+	var id []string
+	if a := r.RequestContext.Authorizer; a != nil {
+		if a.JWT != nil {
+			id = addIdentity(id, "sub", a.JWT.Claims["sub"])
+		}
+		if a.IAM != nil {
+			if a.IAM.UserARN != "" {
+				id = addIdentity(id, "iam", a.IAM.UserARN)
+			} else {
+				id = addIdentity(id, "iam", a.IAM.CallerID)
+			}
+		}
+		if a.Lambda != nil {
+			id = addIdentity(id, "principal", stringOf(a.Lambda["principalId"]))
+			id = addIdentity(id, "lambda-sub", stringOf(a.Lambda["sub"]))
+		}
+	}
+	path := r.RawPath
+	if path == "" {
+		path = r.RequestContext.HTTP.Path
+	}
+	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: id}
+}
+
+func functionURLRequest(r events.LambdaFunctionURLRequest) httpRequest {
+	var id []string
+	if a := r.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		if a.IAM.UserARN != "" {
+			id = addIdentity(id, "iam", a.IAM.UserARN)
+		} else {
+			id = addIdentity(id, "iam", a.IAM.CallerID)
+		}
+	}
+	path := r.RawPath
+	if path == "" {
+		path = r.RequestContext.HTTP.Path
+	}
+	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: id}
+}
+
+func addIdentity(id []string, label, v string) []string {
+	if v == "" {
+		return id
+	}
+	return append(id, label+"="+v)
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// IdempotencyKeyHeader returns the Idempotency-Key value of headers (looked
+// up case-insensitively; a quoted string is unquoted): ok is false if there
+// is none. The error, for a present but unusable header (empty, longer than
+// MaxHeaderKeyLen, characters outside visible ASCII, several values), wraps
+// idem.ErrInvalidKey.
+func IdempotencyKeyHeader(headers map[string]string, multi map[string][]string) (value string, ok bool, err error) {
+	var vals []string
+	for k, vs := range multi {
+		if strings.EqualFold(k, HeaderIdempotencyKey) {
+			vals = append(vals, vs...)
+		}
+	}
+	if len(vals) == 0 {
+		for k, v := range headers {
+			if strings.EqualFold(k, HeaderIdempotencyKey) {
+				vals = append(vals, v)
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return "", false, nil
+	}
+	if len(vals) > 1 {
+		return "", true, fmt.Errorf("%w: %d Idempotency-Key headers, want one", idem.ErrInvalidKey, len(vals))
+	}
+	v := vals[0]
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	if v == "" {
+		return "", true, fmt.Errorf("%w: empty Idempotency-Key header", idem.ErrInvalidKey)
+	}
+	if len(v) > MaxHeaderKeyLen {
+		return "", true, fmt.Errorf("%w: Idempotency-Key header is %d characters, at most %d", idem.ErrInvalidKey, len(v), MaxHeaderKeyLen)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return "", true, fmt.Errorf("%w: Idempotency-Key header has byte %#02x at offset %d, want visible ASCII", idem.ErrInvalidKey, v[i], i)
+		}
+	}
+	return v, true, nil
+}
+
+// HTTPKey returns the stored key of a request: the Idempotency-Key value
+// hashed with the caller identity (labelled parts such as "sub=..."; none
+// means anonymous), the method and the path (see core.DeriveKey). The error
+// wraps idem.ErrInvalidKey.
+func HTTPKey(headerValue string, identity []string, method, path string) (string, error) {
+	who := "anonymous"
+	if len(identity) > 0 {
+		who = strings.Join(identity, "\n")
+	}
+	if method == "" {
+		return "", fmt.Errorf("%w: request has no method", idem.ErrInvalidKey)
+	}
+	return core.DeriveKey("http", digest(who), method, digest(path), headerValue)
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// RequestPayload returns the JSON that fingerprints a request: its method,
+// its path and its body (a base64 body decoded first), as
+// {"method":..,"path":..,"json":<body>} for a JSON body,
+// {"method":..,"path":..,"text":"<body>"} for other UTF-8 text and
+// {"method":..,"path":..,"base64":"<body>"} for binary data; an empty body
+// is left out. The error, for a base64 body that does not decode, wraps
+// idem.ErrInvalidPayload.
+func RequestPayload(method, path, body string, isBase64 bool) ([]byte, error) {
+	raw := []byte(body)
+	if isBase64 {
+		var err error
+		if raw, err = base64.StdEncoding.DecodeString(body); err != nil {
+			return nil, fmt.Errorf("%w: body is not valid base64: %v", idem.ErrInvalidPayload, err)
+		}
+	}
+	p := struct {
+		Method string          `json:"method"`
+		Path   string          `json:"path"`
+		JSON   json.RawMessage `json:"json,omitempty"`
+		Text   *string         `json:"text,omitempty"`
+		Base64 []byte          `json:"base64,omitempty"`
+	}{Method: method, Path: path}
+	switch {
+	case len(raw) == 0:
+	case jsonCanonical(raw) != nil:
+		p.JSON = jsonCanonical(raw)
+	case utf8.Valid(raw):
+		s := string(raw)
+		p.Text = &s
+	default:
+		p.Base64 = raw
+	}
+	return json.Marshal(p)
+}
+
+func jsonCanonical(b []byte) []byte {
+	c, err := core.Canonicalize(b)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+type httpWrapper struct {
+	runner *idem.Runner
+	cfg    config
+}
+
+func newHTTPWrapper(runner *idem.Runner, hasHandler bool, opts []Option) (*httpWrapper, error) {
+	if runner == nil {
+		return nil, errors.New("idemlambda: nil runner")
+	}
+	if !hasHandler {
+		return nil, errors.New("idemlambda: nil handler")
+	}
+	cfg, err := newConfig(kindHTTP, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &httpWrapper{runner: runner, cfg: cfg}, nil
+}
+
+// errServerResponse marks a 5xx response for the runner: transient, so the
+// key stays open for the client's retry, and with a least delay no deadline
+// allows, so the runner does not retry it in-process (the client does).
+var errServerResponse = errors.New("idemlambda: handler answered a server error")
+
+const noInProcessRetry = 100 * 365 * 24 * time.Hour
+
+func (w *httpWrapper) serve(ctx context.Context, req httpRequest, run func(context.Context) (Response, error)) Response {
+	value, present, err := IdempotencyKeyHeader(req.headers, req.multi)
+	switch {
+	case err != nil:
+		w.log(ctx, slog.LevelWarn, req, "", "invalid_key", http.StatusBadRequest, idem.Outcome{}, err)
+		return problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
+	case !present && w.cfg.optionalKey:
+		resp, herr := run(ctx)
+		if herr != nil {
+			resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
+		}
+		resp = normalize(resp)
+		w.log(ctx, slog.LevelInfo, req, "", "unkeyed", resp.StatusCode, idem.Outcome{}, herr)
+		return resp
+	case !present:
+		w.log(ctx, slog.LevelWarn, req, "", "missing_key", http.StatusBadRequest, idem.Outcome{}, nil)
+		return problem(http.StatusBadRequest, ProblemMissingKey, "Missing Idempotency-Key header",
+			"This endpoint needs an Idempotency-Key header (for example a random UUID) that is the same on every retry of one request.")
+	}
+	key, err := HTTPKey(value, req.identity, req.method, req.path)
+	if err != nil {
+		w.log(ctx, slog.LevelWarn, req, "", "invalid_key", http.StatusBadRequest, idem.Outcome{}, err)
+		return problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
+	}
+	payload, err := RequestPayload(req.method, req.path, req.body, req.base64)
+	if err != nil {
+		w.log(ctx, slog.LevelWarn, req, key, "invalid_body", http.StatusBadRequest, idem.Outcome{}, err)
+		return problem(http.StatusBadRequest, ProblemInvalidBody, "Invalid request body", err.Error())
+	}
+
+	var fresh *Response // the response of this call's own execution, if any
+	out, err := w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+		resp, herr := run(ctx)
+		if herr != nil {
+			w.log(ctx, slog.LevelError, req, key, "handler_error", http.StatusInternalServerError, idem.Outcome{}, herr)
+			resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
+		}
+		resp = normalize(resp)
+		fresh = &resp
+		if resp.StatusCode >= 500 {
+			return nil, core.MarkTransientAfter(fmt.Errorf("%w: status %d", errServerResponse, resp.StatusCode), noInProcessRetry)
+		}
+		b, merr := json.Marshal(resp)
+		if merr != nil { // a Response always marshals
+			return nil, core.MarkTransientAfter(merr, noInProcessRetry)
+		}
+		return b, nil
+	})
+	if fresh != nil {
+		// The handler ran in this call: its response is the truth, whether
+		// or not its outcome could be recorded (a failed record is logged).
+		decision := "executed"
+		level := slog.LevelInfo
+		switch {
+		case fresh.StatusCode >= 500:
+			decision, level = "server_error_not_stored", slog.LevelWarn
+		case err != nil:
+			decision, level = "outcome_not_recorded", slog.LevelWarn
+		}
+		w.log(ctx, level, req, key, decision, fresh.StatusCode, out, err)
+		return *fresh
+	}
+	var ipe *idem.InProgressError
+	var fe *idem.FailureError
+	var resp Response
+	decision := ""
+	switch {
+	case err == nil && out.ResultOmitted:
+		decision = "replay_omitted"
+		resp = problem(http.StatusInternalServerError, ProblemResponseOmitted, "Response cannot be replayed",
+			"This request succeeded earlier, but its response was too large to keep.")
+		resp.Headers[HeaderReplayed] = "true"
+	case err == nil:
+		decision = "replayed"
+		if uerr := json.Unmarshal(out.Result, &resp); uerr != nil {
+			err = fmt.Errorf("idemlambda: stored response does not decode: %w", uerr)
+			decision = "replay_corrupt"
+			resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
+			break
+		}
+		resp = normalize(resp)
+		resp.Headers = cloneHeaders(resp.Headers)
+		resp.Headers[HeaderReplayed] = "true"
+	case errors.As(err, &ipe):
+		decision = "in_progress"
+		resp = problem(http.StatusConflict, ProblemInProgress, "Request in progress",
+			"A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After.")
+		resp.Headers["Retry-After"] = strconv.Itoa(retryAfterSeconds(ipe.RetryAt, w.cfg.now()))
+	case errors.Is(err, idem.ErrKeyReused):
+		decision = "key_reused"
+		resp = problem(http.StatusUnprocessableEntity, ProblemKeyReused, "Idempotency-Key reused",
+			"This Idempotency-Key was used with another request (method, path or body). Use a new key for a new request.")
+	case errors.Is(err, idem.ErrRetriesExhausted):
+		decision = "retries_exhausted"
+		resp = problem(http.StatusInternalServerError, ProblemRetriesExhausted, "Retries exhausted",
+			"Requests with this Idempotency-Key failed with server errors too often; it will not run again. Use a new key.")
+	case errors.As(err, &fe):
+		decision = "replayed_permanent_failure"
+		resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
+	case errors.Is(err, idem.ErrInvalidKey):
+		decision = "invalid_key"
+		resp = problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
+	case core.Classify(err, core.DefaultClassifiers...) == core.Transient:
+		decision = "store_error"
+		resp = problem(http.StatusServiceUnavailable, ProblemStoreUnavailable, "Service unavailable", "The idempotency store failed; retry.")
+		resp.Headers["Retry-After"] = "1"
+	default:
+		decision = "store_error"
+		resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	w.log(ctx, level, req, key, decision, resp.StatusCode, out, err)
+	return resp
+}
+
+func normalize(r Response) Response {
+	if r.StatusCode == 0 {
+		r.StatusCode = http.StatusOK
+	}
+	return r
+}
+
+func cloneHeaders(h map[string]string) map[string]string {
+	c := make(map[string]string, len(h)+1)
+	for k, v := range h {
+		c[k] = v
+	}
+	return c
+}
+
+// retryAfterSeconds is the whole seconds from now to at, rounded up, at
+// least 1.
+func retryAfterSeconds(at, now time.Time) int {
+	s := math.Ceil(at.Sub(now).Seconds())
+	if s < 1 {
+		return 1
+	}
+	if s > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(s)
+}
+
+func problem(status int, typ, title, detail string) Response {
+	b, _ := json.Marshal(Problem{Type: ProblemTypeBase + typ, Title: title, Status: status, Detail: detail}) // always marshals
+	return Response{StatusCode: status, Headers: map[string]string{"Content-Type": ProblemContentType}, Body: string(b)}
+}
+
+func (w *httpWrapper) log(ctx context.Context, level slog.Level, req httpRequest, key, decision string, status int, out idem.Outcome, err error) {
+	l := w.cfg.logger
+	if l == nil || !l.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("wrapper", "http"),
+		slog.String("method", req.method),
+		slog.String("path", req.path),
+		slog.String("decision", decision),
+		slog.Int("status", status),
+		slog.Int("attempt", out.Attempts),
+		slog.Bool("replayed", out.Replayed),
+		slog.Bool("lease_taken_over", out.TookOver),
+	}
+	if key != "" {
+		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
+	}
+	if len(req.identity) > 0 {
+		labels := make([]string, 0, len(req.identity))
+		for _, p := range req.identity {
+			labels = append(labels, p[:strings.IndexByte(p, '=')])
+		}
+		sort.Strings(labels)
+		attrs = append(attrs, slog.String("identity", strings.Join(labels, ",")))
+	}
+	var ipe *idem.InProgressError
+	if errors.As(err, &ipe) {
+		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	l.LogAttrs(ctx, level, "idemlambda", attrs...)
+}

@@ -1,0 +1,442 @@
+package idemlambda
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// ErrMissingKey is the error (checked with errors.Is) for an event whose
+// idempotency key cannot be taken from it: a missing or empty body field,
+// attribute or header, a body that is not JSON where a field is asked for.
+// A missing key is never hashed as empty.
+var ErrMissingKey = errors.New("idemlambda: event has no usable idempotency key")
+
+// EventKey returns the stored key of an event: the event's identity and the
+// action taken on it (the scheme evt:<event-id>:<action>), hashed with
+// core.DeriveKey so that the key has a fixed length and holds no user data.
+// The same event and action always give the same key; another event or
+// another action gives another key. Both parts must be non-empty and free of
+// control characters; otherwise the error wraps idem.ErrInvalidKey. The SQS
+// wrapper keys every message with it; Typed users may call it in their key
+// function.
+func EventKey(eventID, action string) (string, error) {
+	if eventID == "" {
+		return "", fmt.Errorf("%w: empty event id", ErrMissingKey)
+	}
+	if action == "" {
+		return "", fmt.Errorf("%w: empty action", idem.ErrInvalidKey)
+	}
+	return core.DeriveKey("evt", eventID, action)
+}
+
+// KeySource says where the SQS wrapper finds a message's event identity.
+// The zero value is not usable: take one from KeyFromBodyField,
+// KeyFromAttribute, KeyFromDeduplicationID or KeyFromMessageID.
+type KeySource struct {
+	name string
+	get  func(events.SQSMessage) (string, error)
+}
+
+// String names the source, for logs.
+func (s KeySource) String() string { return s.name }
+
+// EventID returns the event identity of msg, or an error wrapping
+// ErrMissingKey.
+func (s KeySource) EventID(msg events.SQSMessage) (string, error) {
+	if s.get == nil {
+		return "", fmt.Errorf("%w: zero KeySource", ErrMissingKey)
+	}
+	id, err := s.get(msg)
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", fmt.Errorf("%w: %s is empty", ErrMissingKey, s.name)
+	}
+	return id, nil
+}
+
+// KeyFromBodyField takes the identity from a field of the message's JSON
+// body. path is a field name or a dotted path into nested objects
+// ("detail.order_id"); field names that contain dots cannot be addressed.
+// The value must be a non-empty string or a number (its literal text).
+// A body that is not a JSON object, a missing field and a value of another
+// type are errors wrapping ErrMissingKey.
+func KeyFromBodyField(path string) KeySource {
+	parts := strings.Split(path, ".")
+	return KeySource{name: "body field " + path, get: func(m events.SQSMessage) (string, error) {
+		if path == "" {
+			return "", fmt.Errorf("%w: empty body field path", ErrMissingKey)
+		}
+		return jsonField([]byte(m.Body), parts)
+	}}
+}
+
+// jsonField returns the string or number at the dotted path in doc.
+func jsonField(doc []byte, path []string) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("%w: body is not JSON: %v", ErrMissingKey, err)
+	}
+	for i, p := range path {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return "", fmt.Errorf("%w: %q is not a JSON object", ErrMissingKey, strings.Join(path[:i], "."))
+		}
+		if v, ok = obj[p]; !ok {
+			return "", fmt.Errorf("%w: body has no field %q", ErrMissingKey, strings.Join(path[:i+1], "."))
+		}
+	}
+	switch t := v.(type) {
+	case string:
+		if t == "" {
+			return "", fmt.Errorf("%w: body field %q is empty", ErrMissingKey, strings.Join(path, "."))
+		}
+		return t, nil
+	case json.Number:
+		return t.String(), nil
+	}
+	return "", fmt.Errorf("%w: body field %q is %s, want a string or a number", ErrMissingKey, strings.Join(path, "."), jsonKind(v))
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// KeyFromAttribute takes the identity from a message attribute of type
+// String or Number (its StringValue). A missing or binary attribute is an
+// error wrapping ErrMissingKey.
+func KeyFromAttribute(name string) KeySource {
+	return KeySource{name: "message attribute " + name, get: func(m events.SQSMessage) (string, error) {
+		a, ok := m.MessageAttributes[name]
+		if !ok {
+			return "", fmt.Errorf("%w: no message attribute %q", ErrMissingKey, name)
+		}
+		if a.StringValue == nil {
+			return "", fmt.Errorf("%w: message attribute %q of type %s has no string value", ErrMissingKey, name, a.DataType)
+		}
+		return *a.StringValue, nil
+	}}
+}
+
+// KeyFromDeduplicationID takes the identity from the MessageDeduplicationId
+// system attribute of a FIFO queue's message: the sender's (or the
+// content-based) deduplication id, the same on every redelivery. A message
+// without it is an error wrapping ErrMissingKey.
+func KeyFromDeduplicationID() KeySource {
+	return KeySource{name: "MessageDeduplicationId", get: func(m events.SQSMessage) (string, error) {
+		id, ok := m.Attributes["MessageDeduplicationId"]
+		if !ok {
+			return "", fmt.Errorf("%w: no MessageDeduplicationId attribute (not a FIFO queue?)", ErrMissingKey)
+		}
+		return id, nil
+	}}
+}
+
+// KeyFromMessageID takes the identity from the SQS message id. It protects
+// against redeliveries of one message only: a business event sent twice
+// gets two message ids. Prefer an identity that the sender sets.
+func KeyFromMessageID() KeySource {
+	return KeySource{name: "message id", get: func(m events.SQSMessage) (string, error) {
+		return m.MessageId, nil
+	}}
+}
+
+// SQSKey returns the stored key of msg for action, as the SQS wrapper
+// computes it: EventKey of the identity that source finds. Operators can use
+// it to look up a message's record in the store.
+func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, error) {
+	id, err := source.EventID(msg)
+	if err != nil {
+		return "", err
+	}
+	return EventKey(id, action)
+}
+
+// SQS returns a handler for SQS batches that runs handler once per message
+// through runner, as the operation action on the event identity that key
+// finds in the message (see EventKey). The message body is the payload
+// fingerprint (a body that is not JSON is taken as a JSON string), and
+// handler's result is stored.
+//
+// It reports in batchItemFailures, for SQS to redeliver (the event source
+// mapping must have FunctionResponseTypes: [ReportBatchItemFailures]):
+//   - transient failures (idem.ErrTransientFailure) and store errors;
+//   - duplicates still in progress elsewhere (*idem.InProgressError);
+//   - messages not started because less than the safety margin
+//     (WithSafetyMargin) was left before the invocation's deadline;
+//   - in a FIFO queue, the messages of a message group after the group's
+//     first reported message, unstarted, so that order is kept;
+//   - permanent failures, only with WithPermanentFailuresToDLQ.
+//
+// It acknowledges (leaves out of the failures): successes, replays of
+// stored successes, and, without WithPermanentFailuresToDLQ, permanent
+// failures, new or replayed (a permanent handler error, a key reused with
+// another body, retries exhausted, a message whose key cannot be derived),
+// which are logged. A message whose handler succeeded but whose outcome
+// could not be recorded is acknowledged too: redelivering it would run the
+// handler again.
+//
+// Messages of a standard queue run concurrently, at most WithConcurrency at
+// once; in a FIFO queue (an eventSourceARN ending in .fifo, or messages with
+// a MessageGroupId attribute) each message group runs in order, and groups
+// run concurrently within the same bound. Messages of one batch that share a
+// key run one after another, so that a duplicate within a batch replays the
+// first one's outcome instead of being refused as in progress.
+//
+// The returned function never returns an error: a batch-wide error would
+// make SQS redeliver every message. A panic in handler is recovered and
+// reported as that message's failure; its key stays in progress until its
+// lease ends.
+func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts ...Option) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	if runner == nil {
+		return nil, errors.New("idemlambda: nil runner")
+	}
+	if handler == nil {
+		return nil, errors.New("idemlambda: nil handler")
+	}
+	if key.get == nil {
+		return nil, errors.New("idemlambda: zero KeySource: use KeyFromBodyField, KeyFromAttribute, KeyFromDeduplicationID or KeyFromMessageID")
+	}
+	if _, err := EventKey("probe", action); err != nil {
+		return nil, fmt.Errorf("idemlambda: action %q: %w", action, err)
+	}
+	cfg, err := newConfig(kindSQS, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := &sqsWrapper{runner: runner, action: action, source: key, handler: handler, cfg: cfg}
+	return w.handle, nil
+}
+
+type sqsWrapper struct {
+	runner  *idem.Runner
+	action  string
+	source  KeySource
+	handler func(context.Context, events.SQSMessage) ([]byte, error)
+	cfg     config
+}
+
+// IsFIFO reports whether a batch comes from a FIFO queue: an event source
+// ARN ending in .fifo, or a message with a MessageGroupId attribute.
+func IsFIFO(ev events.SQSEvent) bool {
+	for _, m := range ev.Records {
+		if strings.HasSuffix(m.EventSourceARN, ".fifo") || m.Attributes["MessageGroupId"] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	n := len(ev.Records)
+	if n == 0 {
+		return resp, nil
+	}
+	keys := make([]string, n)
+	keyErrs := make([]error, n)
+	locks := make(map[string]*sync.Mutex, n)
+	for i, m := range ev.Records {
+		keys[i], keyErrs[i] = SQSKey(w.source, w.action, m)
+		if keyErrs[i] == nil && locks[keys[i]] == nil {
+			locks[keys[i]] = new(sync.Mutex)
+		}
+	}
+	fifo := IsFIFO(ev)
+	var lanes [][]int
+	if fifo {
+		byGroup := map[string]int{}
+		for i, m := range ev.Records {
+			g := m.Attributes["MessageGroupId"]
+			l, ok := byGroup[g]
+			if !ok {
+				l = len(lanes)
+				byGroup[g] = l
+				lanes = append(lanes, nil)
+			}
+			lanes[l] = append(lanes[l], i)
+		}
+	} else {
+		for i := range ev.Records {
+			lanes = append(lanes, []int{i})
+		}
+	}
+
+	reported := make([]bool, n) // each index is written by one goroutine only
+	sem := make(chan struct{}, w.cfg.concurrency)
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for j, i := range lane {
+				var lock *sync.Mutex
+				if keyErrs[i] == nil {
+					lock = locks[keys[i]]
+				}
+				if !w.one(ctx, ev.Records[i], keys[i], keyErrs[i], lock) {
+					continue
+				}
+				reported[i] = true
+				if fifo {
+					for _, k := range lane[j+1:] {
+						reported[k] = true
+						w.log(ctx, slog.LevelWarn, ev.Records[k], keys[k], "skipped_after_group_failure", idem.Outcome{}, true, nil,
+							slog.String("message_group_id", ev.Records[k].Attributes["MessageGroupId"]))
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, m := range ev.Records {
+		if reported[i] {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// one processes a message and reports whether it goes into the batch item
+// failures.
+func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, key string, keyErr error, lock *sync.Mutex) (report bool) {
+	if keyErr != nil {
+		w.log(ctx, slog.LevelWarn, msg, "", "invalid_key", idem.Outcome{}, w.cfg.toDLQ, keyErr,
+			slog.String("key_source", w.source.name))
+		return w.cfg.toDLQ
+	}
+	lock.Lock()
+	defer lock.Unlock()
+	if err := ctx.Err(); err != nil {
+		w.log(ctx, slog.LevelWarn, msg, key, "not_started", idem.Outcome{}, true, err)
+		return true
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := deadline.Sub(w.cfg.now()); left < w.cfg.safetyMargin {
+			w.log(ctx, slog.LevelWarn, msg, key, "not_started", idem.Outcome{}, true, nil,
+				slog.Duration("time_left", left), slog.Duration("safety_margin", w.cfg.safetyMargin))
+			return true
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			w.log(ctx, slog.LevelError, msg, key, "panic", idem.Outcome{}, true, fmt.Errorf("panic: %v", p))
+			report = true
+		}
+	}()
+	out, err := w.runner.Do(ctx, key, sqsPayload(msg.Body), func(ctx context.Context) ([]byte, error) {
+		return w.handler(ctx, msg)
+	})
+	decision, permanent := sqsVerdict(out, err)
+	report = !permanent && err != nil && decision != "outcome_not_recorded"
+	if permanent {
+		report = w.cfg.toDLQ
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	w.log(ctx, level, msg, key, decision, out, report, err)
+	return report
+}
+
+// sqsVerdict names the decision for a runner's answer and says whether it
+// is permanent (acknowledged, or sent on to the DLQ).
+func sqsVerdict(out idem.Outcome, err error) (decision string, permanent bool) {
+	var ipe *idem.InProgressError
+	var fe *idem.FailureError
+	switch {
+	case err == nil && out.Replayed:
+		return "replayed", false
+	case err == nil:
+		return "succeeded", false
+	case errors.Is(err, idem.ErrKeyReused):
+		return "key_reused", true
+	case errors.Is(err, idem.ErrRetriesExhausted):
+		return "retries_exhausted", true
+	case errors.Is(err, idem.ErrTransientFailure):
+		return "failed_transient", false
+	case errors.As(err, &fe):
+		if fe.Replayed {
+			return "replayed_permanent_failure", true
+		}
+		return "failed_permanent", true
+	case errors.As(err, &ipe):
+		return "in_progress", false
+	case errors.Is(err, idem.ErrOutcomeNotRecorded), errors.Is(err, idem.ErrLeaseLost):
+		// The handler succeeded; only its record is missing. Redelivery
+		// would run it again, so the message is acknowledged.
+		return "outcome_not_recorded", false
+	case errors.Is(err, idem.ErrInvalidKey), errors.Is(err, idem.ErrInvalidPayload):
+		return "invalid_key", true
+	}
+	return "store_error", false
+}
+
+// sqsPayload is the fingerprinted payload of a message: its body if that is
+// JSON, else the body as a JSON string.
+func sqsPayload(body string) []byte {
+	if _, err := core.Canonicalize([]byte(body)); err == nil {
+		return []byte(body)
+	}
+	b, _ := json.Marshal(body) // a string always marshals
+	return b
+}
+
+func (w *sqsWrapper) log(ctx context.Context, level slog.Level, msg events.SQSMessage, key, decision string, out idem.Outcome, reported bool, err error, extra ...slog.Attr) {
+	l := w.cfg.logger
+	if l == nil || !l.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("wrapper", "sqs"),
+		slog.String("action", w.action),
+		slog.String("message_id", msg.MessageId),
+		slog.String("decision", decision),
+		slog.Bool("reported", reported),
+		slog.Int("attempt", out.Attempts),
+		slog.Bool("replayed", out.Replayed),
+		slog.Bool("lease_taken_over", out.TookOver),
+	}
+	if key != "" {
+		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
+	}
+	if rc := msg.Attributes["ApproximateReceiveCount"]; rc != "" {
+		attrs = append(attrs, slog.String("receive_count", rc))
+	}
+	var ipe *idem.InProgressError
+	if errors.As(err, &ipe) {
+		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	l.LogAttrs(ctx, level, "idemlambda", append(attrs, extra...)...)
+}

@@ -1,0 +1,128 @@
+package idemlambda
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// ErrResultOmitted is returned (checked with errors.Is) by a Typed handler
+// for a duplicate of an event that succeeded earlier but whose result was too
+// large for the store to keep: the outcome is known, the result is not.
+var ErrResultOmitted = errors.New("idemlambda: stored result was omitted (too large) and cannot be replayed")
+
+// Typed returns a handler for any event type In (EventBridge, Step
+// Functions, a direct invocation) that runs handler at most once per key
+// through runner. keyFn gives the key of an event: it is used verbatim and
+// must be a valid key (8 to 128 characters of [A-Za-z0-9:_-], see
+// core.ValidateKey); derive one from free-form identities with EventKey or
+// core.DeriveKey. A keyFn error is returned wrapped with ErrMissingKey and
+// idem.ErrInvalidKey.
+//
+// The payload fingerprint is the JSON of the event; handler's Out is stored
+// as JSON and decoded on a replay. Errors are the runner's, passed through
+// as they are (*idem.InProgressError, *idem.FailureError,
+// idem.ErrKeyReused, idem.ErrTransientFailure, ...), so that the invoker's
+// own retry policy (a Step Functions Retry, Lambda's asynchronous retries)
+// sees them. When handler ran but its outcome could not be recorded, its Out
+// is returned together with the error.
+func Typed[In, Out any](runner *idem.Runner, keyFn func(In) (string, error), handler func(ctx context.Context, in In) (Out, error), opts ...Option) (func(context.Context, In) (Out, error), error) {
+	if runner == nil {
+		return nil, errors.New("idemlambda: nil runner")
+	}
+	if keyFn == nil {
+		return nil, errors.New("idemlambda: nil key function")
+	}
+	if handler == nil {
+		return nil, errors.New("idemlambda: nil handler")
+	}
+	cfg, err := newConfig(kindTyped, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, in In) (Out, error) {
+		var zero Out
+		key, err := keyFn(in)
+		if err != nil {
+			err = fmt.Errorf("%w: %w: %w", ErrMissingKey, idem.ErrInvalidKey, err)
+			typedLog(ctx, cfg.logger, "", "invalid_key", idem.Outcome{}, err)
+			return zero, err
+		}
+		payload, err := json.Marshal(in)
+		if err != nil {
+			err = fmt.Errorf("%w: %w", idem.ErrInvalidPayload, err)
+			typedLog(ctx, cfg.logger, key, "invalid_payload", idem.Outcome{}, err)
+			return zero, err
+		}
+		var fresh *Out
+		out, err := runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+			o, herr := handler(ctx, in)
+			if herr != nil {
+				return nil, herr
+			}
+			b, merr := json.Marshal(o)
+			if merr != nil {
+				return nil, core.MarkPermanent(fmt.Errorf("idemlambda: result does not marshal: %w", merr))
+			}
+			fresh = &o
+			return b, nil
+		})
+		switch {
+		case fresh != nil:
+			decision := "executed"
+			if err != nil {
+				decision = "outcome_not_recorded"
+			}
+			typedLog(ctx, cfg.logger, key, decision, out, err)
+			return *fresh, err
+		case err != nil:
+			decision, _ := sqsVerdict(out, err)
+			typedLog(ctx, cfg.logger, key, decision, out, err)
+			return zero, err
+		case out.ResultOmitted:
+			typedLog(ctx, cfg.logger, key, "replay_omitted", out, ErrResultOmitted)
+			return zero, ErrResultOmitted
+		}
+		var o Out
+		if err := json.Unmarshal(out.Result, &o); err != nil {
+			err = fmt.Errorf("idemlambda: stored result does not decode into %T: %w", o, err)
+			typedLog(ctx, cfg.logger, key, "replay_corrupt", out, err)
+			return zero, err
+		}
+		typedLog(ctx, cfg.logger, key, "replayed", out, nil)
+		return o, nil
+	}, nil
+}
+
+func typedLog(ctx context.Context, l *slog.Logger, key, decision string, out idem.Outcome, err error) {
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	if l == nil || !l.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("wrapper", "typed"),
+		slog.String("decision", decision),
+		slog.Int("attempt", out.Attempts),
+		slog.Bool("replayed", out.Replayed),
+		slog.Bool("lease_taken_over", out.TookOver),
+	}
+	if key != "" {
+		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
+	}
+	var ipe *idem.InProgressError
+	if errors.As(err, &ipe) {
+		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	l.LogAttrs(ctx, level, "idemlambda", attrs...)
+}

@@ -1,0 +1,317 @@
+package e2e
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/examples/orders"
+	"github.com/idemgo/idem/internal/devserver"
+)
+
+const (
+	// functionTimeout is AWS_LAMBDA_FUNCTION_TIMEOUT, whole seconds.
+	functionTimeout = 3
+	// leaseMargin is IDEM_LEASE_MARGIN: a killed invocation's key is free
+	// functionTimeout seconds plus this after it started.
+	leaseMargin = 300 * time.Millisecond
+	queueARN    = "arn:aws:sqs:us-east-1:123456789012:orders"
+)
+
+// bootstraps are built once per test binary, for the host's architecture.
+var (
+	buildOnce  sync.Once
+	buildErr   error
+	apiBin     string
+	consumeBin string
+	buildDir   string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// setup checks the environment and returns the RIE binary and the
+// repository root, building the bootstraps on first use.
+func setup(t *testing.T) (rie string) {
+	t.Helper()
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1")
+	}
+	var missing []string
+	for _, v := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "IDEM_RIE"} {
+		if os.Getenv(v) == "" {
+			missing = append(missing, v)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("end-to-end tests need %s: run them with `make test` (internal/cmd/testenv sets them), or set IDEM_SKIP_INTEGRATION=1 to skip them", strings.Join(missing, " and "))
+	}
+	rie = os.Getenv("IDEM_RIE")
+	if _, err := os.Stat(rie); err != nil {
+		t.Fatalf("IDEM_RIE=%s: %v: run `make deps`", rie, err)
+	}
+	buildOnce.Do(func() {
+		root, err := devserver.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if buildDir, err = os.MkdirTemp("", "idem-e2e-"); err != nil {
+			buildErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		for _, b := range []struct {
+			pkg string
+			out *string
+		}{{"./examples/orders/cmd/orders-api", &apiBin}, {"./examples/orders/cmd/orders-consumer", &consumeBin}} {
+			dir := filepath.Join(buildDir, filepath.Base(b.pkg))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				buildErr = err
+				return
+			}
+			if *b.out, err = devserver.BuildBootstrap(ctx, root, b.pkg, dir); err != nil {
+				buildErr = err
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the bootstraps: %v", buildErr)
+	}
+	return rie
+}
+
+// stack is one test's tables, clients and functions.
+type stack struct {
+	t                                   *testing.T
+	rie                                 string
+	db                                  *dynamodb.Client
+	store                               *ddbstore.Store
+	idemTable, ordersTable, ledgerTable string
+	sqs                                 *fakeSQS
+}
+
+func newStack(t *testing.T) *stack {
+	rie := setup(t)
+	ctx := t.Context()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{t: t, rie: rie, db: dynamodb.NewFromConfig(cfg)}
+	prefix := strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())) + "-" + orders.NewID("")[:8]
+	s.idemTable, s.ordersTable, s.ledgerTable = prefix+"-idem", prefix+"-orders", prefix+"-ledger"
+	if _, err := ddbstore.CreateTable(ctx, s.db, s.idemTable); err != nil {
+		t.Fatal(err)
+	}
+	for table, key := range map[string]string{s.ordersTable: orders.OrdersKeyAttr, s.ledgerTable: orders.LedgerKeyAttr} {
+		_, err := s.db.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            aws.String(table),
+			BillingMode:          types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(key), AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(key), KeyType: types.KeyTypeHash}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.store, err = ddbstore.New(s.db, s.idemTable); err != nil {
+		t.Fatal(err)
+	}
+	s.sqs = newFakeSQS(t)
+	return s
+}
+
+// start runs a function's bootstrap under its own RIE instance.
+func (s *stack) start(name string) *devserver.RIE {
+	s.t.Helper()
+	bin := apiBin
+	if name == "orders-consumer" {
+		bin = consumeBin
+	}
+	r, err := devserver.StartRIE(s.t.Context(), s.rie, bin, []string{
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", functionTimeout),
+		"AWS_LAMBDA_FUNCTION_NAME=" + name,
+		orders.EnvIdemTable + "=" + s.idemTable,
+		orders.EnvOrdersTable + "=" + s.ordersTable,
+		orders.EnvLedgerTable + "=" + s.ledgerTable,
+		orders.EnvQueueURL + "=" + s.sqs.srv.URL + "/123456789012/orders",
+		"AWS_ENDPOINT_URL_SQS=" + s.sqs.srv.URL,
+		orders.EnvLeaseMargin + "=" + leaseMargin.String(),
+		orders.EnvSafetyMargin + "=500ms",
+		orders.EnvTestHooks + "=1",
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		if s.t.Failed() {
+			s.t.Logf("%s log:\n%s", name, r.Log())
+		}
+		r.Stop()
+	})
+	return r
+}
+
+// invoke posts event to r and returns the raw answer.
+func (s *stack) invoke(r *devserver.RIE, event any) []byte {
+	s.t.Helper()
+	b, err := json.Marshal(event)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(s.t.Context(), 30*time.Second)
+	defer cancel()
+	status, body, err := r.Invoke(ctx, b)
+	if err != nil || status != http.StatusOK {
+		s.t.Fatalf("invoke: status %d, %v: %s", status, err, body)
+	}
+	return body
+}
+
+func (s *stack) sqsBatch(r *devserver.RIE, msgs ...events.SQSMessage) []string {
+	s.t.Helper()
+	body := s.invoke(r, events.SQSEvent{Records: msgs})
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(body, &resp); err != nil {
+		s.t.Fatalf("SQS answer %s: %v", body, err)
+	}
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+func (s *stack) http(r *devserver.RIE, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	s.t.Helper()
+	body := s.invoke(r, req)
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(body, &resp); err != nil || resp.StatusCode == 0 {
+		s.t.Fatalf("API answer %s: %v", body, err)
+	}
+	return resp
+}
+
+// scan returns every item of table with its string attributes.
+func (s *stack) scan(table string) []map[string]string {
+	s.t.Helper()
+	out, err := s.db.Scan(s.t.Context(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var items []map[string]string
+	for _, it := range out.Items {
+		m := map[string]string{}
+		for k, v := range it {
+			if sv, ok := v.(*types.AttributeValueMemberS); ok {
+				m[k] = sv.Value
+			}
+		}
+		items = append(items, m)
+	}
+	return items
+}
+
+// ledgerByEvent counts ledger entries per event id.
+func (s *stack) ledgerByEvent() map[string]int {
+	n := map[string]int{}
+	for _, it := range s.scan(s.ledgerTable) {
+		n[it["event_id"]]++
+	}
+	return n
+}
+
+// waitInProgress polls the store until key's record is in progress (the
+// function has reserved it) and returns it. Polling waits for an event, not
+// for time to pass; the loop is bounded.
+func (s *stack) waitInProgress(key string) core.Record {
+	s.t.Helper()
+	for range 400 {
+		rec, err := s.store.Get(s.t.Context(), key, time.Now())
+		if err == nil && rec.Status == core.StatusInProgress {
+			return rec
+		}
+		if err != nil && !errors.Is(err, idem.ErrNotFound) {
+			s.t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.t.Fatalf("key %s never went in progress", idem.HashKey(key))
+	return core.Record{}
+}
+
+// event returns an OrderPlaced body.
+func event(id string, extra string) string {
+	return fmt.Sprintf(`{"type":"OrderPlaced","event_id":%q,"order_id":"ord_%s","customer_id":"c-1","amount_cents":2500%s}`, id, id, extra)
+}
+
+func record(msgID, body string, receives int) events.SQSMessage {
+	return orders.SQSRecord(msgID, body, receives, queueARN)
+}
+
+// fakeSQS answers SendMessage (JSON protocol) on 127.0.0.1 and keeps the
+// bodies sent, in order.
+type fakeSQS struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	sent []string
+}
+
+func newFakeSQS(t *testing.T) *fakeSQS {
+	f := &fakeSQS{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			QueueURL    string `json:"QueueUrl"`
+			MessageBody string `json:"MessageBody"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		if !strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".SendMessage") || json.Unmarshal(b, &in) != nil || in.MessageBody == "" {
+			http.Error(w, `{"__type":"InvalidAction"}`, http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		f.sent = append(f.sent, in.MessageBody)
+		n := len(f.sent)
+		f.mu.Unlock()
+		sum := md5.Sum([]byte(in.MessageBody))
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		fmt.Fprintf(w, `{"MessageId":"00000000-0000-4000-8000-%012d","MD5OfMessageBody":%q}`, n, hex.EncodeToString(sum[:]))
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeSQS) bodies() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.sent...)
+}
