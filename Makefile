@@ -33,7 +33,7 @@ LOCALSTACK_ENDPOINT ?= http://127.0.0.1:4566
 # pattern like ./ddbstore/... while that directory is not written yet).
 existing = $(strip $(foreach p,$(1),$(if $(wildcard $(patsubst %/...,%,$(p))),$(p))))
 
-.PHONY: deps test cover demo bench test-localstack clean
+.PHONY: deps test cover demo bench bench-smoke test-localstack clean
 
 # deps: install everything the tests need, each step only when missing or out of date:
 # Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator.
@@ -64,7 +64,7 @@ $(TESTENV): FORCE
 	$(GO) build -o $@ ./internal/cmd/testenv
 
 # test: what CI runs. Vet, every package against dynalite (with -race), then the DynamoDB
-# store's packages against moto.
+# store's packages against moto, core's coverage floor, and a smoke run of the benchmark.
 test: deps $(TESTENV)
 	$(GO) vet ./...
 	$(TESTENV) -server dynalite -- $(GO) test -race -count=1 ./...
@@ -73,6 +73,8 @@ ifeq ($(call existing,$(MOTO_PKGS)),)
 else
 	$(TESTENV) -server moto -- $(GO) test -race -count=1 $(call existing,$(MOTO_PKGS))
 endif
+	$(MAKE) --no-print-directory cover
+	$(MAKE) --no-print-directory bench-smoke
 
 # cover: statement coverage of ./core; fails below COVER_MIN percent.
 cover:
@@ -83,13 +85,18 @@ cover:
 		  if (pct + 0 < min + 0) { print "core coverage is below the minimum"; bad = 1 } } \
 		 END { exit bad }'
 
-# demo: run the demo (it starts its own local servers through internal/devserver).
-demo: deps
+# demo: run the demo (it starts its own dynalite through internal/devserver; no AWS account).
+demo: $(STAMPS)/go-mod node_modules/.idem-stamp
 	$(GO) run ./cmd/demo
 
 # bench: run the benchmark with BENCH_N invocations.
 bench: deps
-	BENCH_N=$(BENCH_N) $(GO) run ./cmd/bench
+	BENCH_N=$(BENCH_N) $(GO) run ./cmd/bench -json $(CACHE)/bench.json -md $(CACHE)/bench.md
+
+# bench-smoke: the benchmark with a small N, to check that it still works (part of test).
+bench-smoke: deps
+	$(GO) run ./cmd/bench -n 50 -runs 1 -warmup 20 -coldstarts 2 -sqs-reps 2 -race-trials 2 -json $(CACHE)/bench-smoke.json > $(CACHE)/bench-smoke.txt
+	@echo "bench smoke: ok ($$(wc -c < $(CACHE)/bench-smoke.json) bytes of JSON)"
 
 # test-localstack: the DynamoDB store and end-to-end tests against an already-running
 # LocalStack at LOCALSTACK_ENDPOINT (not available on machines without Docker).

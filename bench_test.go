@@ -12,7 +12,7 @@ import (
 
 // The runner's own cost per call, over the in-memory store (no network, no
 // SDK): what idem adds to a handler before DynamoDB's share. The payload is
-// the benchmark workload's event (docs/bench-workload.md).
+// the benchmark workload's event (the Performance section of the README).
 
 func benchEvent(i int) (string, []byte, []byte) {
 	id := fmt.Sprintf("a_unique-seq-%d", i)

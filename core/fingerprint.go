@@ -48,7 +48,10 @@ func Fingerprint(payload []byte) (string, error) {
 func Canonicalize(payload []byte) ([]byte, error) {
 	c := canonPool.Get().(*canonicalizer)
 	defer c.release()
-	return c.run(payload, make([]byte, 0, len(payload)))
+	pooled := c.out
+	canon, err := c.run(payload, make([]byte, 0, len(payload)))
+	c.out = pooled // the result belongs to the caller: never reuse it
+	return canon, err
 }
 
 var errDuplicateKey = errors.New("duplicate object key")

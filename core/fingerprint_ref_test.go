@@ -134,6 +134,27 @@ func TestCanonicalizeMatchesReference(t *testing.T) {
 	}
 }
 
+// TestCanonicalizeResultIsTheCallers checks that a later call does not
+// write into a result already returned (the buffers are pooled).
+func TestCanonicalizeResultIsTheCallers(t *testing.T) {
+	got, err := Canonicalize([]byte(`{"b":1,"a":[1,2,3]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(got)
+	for range 10 {
+		if _, err := Fingerprint([]byte(`{"x":9}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Canonicalize([]byte(`[7]`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(got) != want {
+		t.Fatalf("an earlier result changed to %s, want %s", got, want)
+	}
+}
+
 func checkAgainstReference(t *testing.T, i int, doc []byte) {
 	t.Helper()
 	got, err := Canonicalize(doc)

@@ -276,7 +276,7 @@ func TestAllOldPath(t *testing.T) {
 }
 
 // TestCallsPerPath measures the DynamoDB calls of each path through the
-// runner, and logs them (docs/ddbstore.md quotes them).
+// runner, and logs them (the README quotes them).
 func TestCallsPerPath(t *testing.T) {
 	integration(t)
 	f := newFixture(t)

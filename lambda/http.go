@@ -38,7 +38,7 @@ const (
 	ProblemContentType = "application/problem+json"
 	// ProblemTypeBase starts the type URI of every problem the wrappers
 	// answer; the rest is one of the Problem* constants.
-	ProblemTypeBase = "https://github.com/idemgo/idem/blob/main/docs/lambda.md#"
+	ProblemTypeBase = "https://github.com/idemgo/idem#"
 )
 
 // Problem types (appended to ProblemTypeBase) of the HTTP wrappers' own

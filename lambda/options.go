@@ -31,6 +31,7 @@ const (
 	kindTyped
 )
 
+// String names the wrapper kind, for option errors.
 func (k kind) String() string {
 	switch k {
 	case kindSQS:

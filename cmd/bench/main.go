@@ -1,4 +1,4 @@
-// Command bench runs idem's benchmark workload (docs/bench-workload.md)
+// Command bench runs idem's benchmark workload (the Performance section of the README)
 // against a local dynalite that it starts itself, behind a counting proxy,
 // and prints one JSON document (scenario → figures) on stdout and a
 // Markdown table on stderr:

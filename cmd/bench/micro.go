@@ -32,20 +32,21 @@ type microResult struct {
 	PayloadB    int     `json:"payload_bytes,omitempty"`
 }
 
-// benchPayload is core/bench_test.go's payload: a JSON order of at least
+// benchPayload is core/bench_test.go's payload: a JSON order of at most
 // size bytes with keys out of order.
 func benchPayload(size int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"id": "bench-seq-1", "n": 1, "amount": 101, "currency": "EUR", "customer": {"name": "Ada Lovelace", "email": "ada@example.com", "country": "GB"}, "items": [`)
 	for i := 0; ; i++ {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, `{"sku": "SKU-%06d", "qty": %d, "price": %d.%02d, "title": "item number %d <gift> & co", "tags": ["a", "b"], "gift": %v}`,
+		item := fmt.Sprintf(`{"sku": "SKU-%06d", "qty": %d, "price": %d.%02d, "title": "item number %d <gift> & co", "tags": ["a", "b"], "gift": %v}`,
 			i, i%5+1, 10+i%90, i%100, i, i%2 == 0)
-		if b.Len()+2 >= size {
+		if i > 0 {
+			item = ", " + item
+		}
+		if b.Len()+len(item)+2 > size {
 			break
 		}
+		b.WriteString(item)
 	}
 	b.WriteString("]}")
 	return []byte(b.String())

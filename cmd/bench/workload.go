@@ -18,7 +18,7 @@ import (
 	"github.com/idemgo/idem/ddbstore"
 )
 
-// Workload constants (docs/bench-workload.md).
+// Workload constants (the Performance section of the README).
 const (
 	retention      = 3600 * time.Second
 	invocationTime = 30 * time.Second
@@ -250,7 +250,7 @@ func own(name string, delta int) func(m string, n int) []event {
 	return func(m string, n int) []event { return makeEvents(name, m, n, delta) }
 }
 
-// workload returns the scenarios of docs/bench-workload.md, in order: each
+// workload returns the scenarios of the benchmark workload (README, Performance), in order: each
 // scenario that resends events follows the one that first sent them.
 func workload() []scenario {
 	put2 := map[string]float64{"PutItem": 2}

@@ -378,6 +378,7 @@ func post(ctx context.Context, url, key, body string) (answer, error) {
 	return answer{status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed"), orderID: b.OrderID, title: b.Title}, nil
 }
 
+// String describes the answer on one line.
 func (a answer) String() string {
 	s := fmt.Sprintf("%d %s", a.status, http.StatusText(a.status))
 	if a.replayed != "" {

@@ -62,13 +62,13 @@ const (
 
 // Config is a function's configuration, read from the environment.
 type Config struct {
-	IdemTable    string
-	OrdersTable  string
-	LedgerTable  string
-	QueueURL     string
-	LeaseMargin  time.Duration // zero: the runner's default
-	SafetyMargin time.Duration // negative: the wrapper's default
-	TestHooks    bool
+	IdemTable    string        // IdemTable is IDEM_TABLE.
+	OrdersTable  string        // OrdersTable is ORDERS_TABLE.
+	LedgerTable  string        // LedgerTable is LEDGER_TABLE.
+	QueueURL     string        // QueueURL is ORDERS_QUEUE_URL (empty: send nothing).
+	LeaseMargin  time.Duration // LeaseMargin is IDEM_LEASE_MARGIN (zero: the runner's default).
+	SafetyMargin time.Duration // SafetyMargin is IDEM_SAFETY_MARGIN (negative: the wrapper's default).
+	TestHooks    bool          // TestHooks is ORDERS_TEST_HOOKS.
 }
 
 // ConfigFromEnv reads the variables of vars through getenv (os.Getenv) and

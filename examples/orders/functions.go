@@ -62,15 +62,15 @@ func (d Deps) runner() (*idem.Runner, error) {
 
 // PlaceOrder is the body of POST /orders.
 type PlaceOrder struct {
-	CustomerID string `json:"customer_id"`
-	Items      []Item `json:"items"`
+	CustomerID string `json:"customer_id"` // CustomerID is required.
+	Items      []Item `json:"items"`       // Items are at least one line.
 }
 
 // Placed is the body of POST /orders' 201 answer.
 type Placed struct {
-	OrderID     string `json:"order_id"`
-	Status      string `json:"status"`
-	AmountCents int64  `json:"amount_cents"`
+	OrderID     string `json:"order_id"`     // OrderID is the new order's id.
+	Status      string `json:"status"`       // Status is "placed".
+	AmountCents int64  `json:"amount_cents"` // AmountCents is the order's amount.
 }
 
 // NewAPI returns orders-api's handler: POST /orders, made idempotent by

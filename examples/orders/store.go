@@ -21,42 +21,42 @@ import (
 
 // Order is one item of the orders table.
 type Order struct {
-	OrderID     string    `json:"order_id"`
-	CustomerID  string    `json:"customer_id"`
-	AmountCents int64     `json:"amount_cents"`
-	Items       []Item    `json:"items"`
-	PlacedAt    time.Time `json:"placed_at"`
+	OrderID     string    `json:"order_id"`     // OrderID is "ord_" and 16 random hex digits, new per execution.
+	CustomerID  string    `json:"customer_id"`  // CustomerID is the ordering customer.
+	AmountCents int64     `json:"amount_cents"` // AmountCents is the sum of the items' qty × price.
+	Items       []Item    `json:"items"`        // Items are the order's lines.
+	PlacedAt    time.Time `json:"placed_at"`    // PlacedAt is when the order was created.
 }
 
 // Item is a line of an order.
 type Item struct {
-	SKU        string `json:"sku"`
-	Qty        int64  `json:"qty"`
-	PriceCents int64  `json:"price_cents"`
+	SKU        string `json:"sku"`         // SKU names the product.
+	Qty        int64  `json:"qty"`         // Qty is at least 1.
+	PriceCents int64  `json:"price_cents"` // PriceCents is the unit price, at least 0.
 }
 
 // Entry is one item of the ledger table.
 type Entry struct {
-	EntryID     string    `json:"entry_id"`
-	EventID     string    `json:"event_id"`
-	OrderID     string    `json:"order_id"`
-	AmountCents int64     `json:"amount_cents"`
-	RecordedAt  time.Time `json:"recorded_at"`
+	EntryID     string    `json:"entry_id"`     // EntryID is "ent_" and 16 random hex digits, new per execution.
+	EventID     string    `json:"event_id"`     // EventID is the OrderPlaced event's id.
+	OrderID     string    `json:"order_id"`     // OrderID is the order the entry books.
+	AmountCents int64     `json:"amount_cents"` // AmountCents is the order's amount.
+	RecordedAt  time.Time `json:"recorded_at"`  // RecordedAt is when the entry was written.
 }
 
 // OrderPlaced is the message orders-api sends for each order it creates,
 // and the body orders-consumer reads. EventID identifies the business event
 // (one per order): the consumer's idempotency key comes from it.
 type OrderPlaced struct {
-	Type        string `json:"type"` // always "OrderPlaced"
-	EventID     string `json:"event_id"`
-	OrderID     string `json:"order_id"`
-	CustomerID  string `json:"customer_id"`
-	AmountCents int64  `json:"amount_cents"`
+	Type        string `json:"type"`         // Type is always "OrderPlaced".
+	EventID     string `json:"event_id"`     // EventID is "evt_" and the order id's random part.
+	OrderID     string `json:"order_id"`     // OrderID is the order placed.
+	CustomerID  string `json:"customer_id"`  // CustomerID is the ordering customer.
+	AmountCents int64  `json:"amount_cents"` // AmountCents is the order's amount.
 	// Fail and SleepMs are test hooks (see the package documentation);
 	// orders-api never sets them.
-	Fail    string `json:"fail,omitempty"`
-	SleepMs int    `json:"sleep_ms,omitempty"`
+	Fail    string `json:"fail,omitempty"`     // Fail is a test hook: transient_once, transient or poison.
+	SleepMs int    `json:"sleep_ms,omitempty"` // SleepMs is a test hook: milliseconds to sleep on a first delivery.
 }
 
 // Orders stores orders. Implementations are safe for concurrent use.
@@ -80,15 +80,16 @@ type Publisher interface {
 
 // DynamoDBAPI is the part of the DynamoDB client the example's tables use.
 type DynamoDBAPI interface {
+	// PutItem writes an item (conditionally: never over an existing id).
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
 // DynamoTables keeps orders and ledger entries in DynamoDB tables whose
 // partition keys are OrdersKeyAttr and LedgerKeyAttr.
 type DynamoTables struct {
-	Client      DynamoDBAPI
-	OrdersTable string
-	LedgerTable string
+	Client      DynamoDBAPI // Client is a *dynamodb.Client in production.
+	OrdersTable string      // OrdersTable is the orders table's name.
+	LedgerTable string      // LedgerTable is the ledger table's name.
 }
 
 // PutOrder implements Orders with a conditional PutItem.
@@ -192,14 +193,15 @@ func (m *MemoryTables) Entries() []Entry {
 
 // SQSAPI is the part of the SQS client SQSPublisher calls.
 type SQSAPI interface {
+	// SendMessage sends one message.
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
 // SQSPublisher sends OrderPlaced messages to an SQS queue, with the event
 // id as the message attribute EventId.
 type SQSPublisher struct {
-	Client   SQSAPI
-	QueueURL string
+	Client   SQSAPI // Client is an *sqs.Client in production.
+	QueueURL string // QueueURL is the orders queue's URL.
 }
 
 // Publish implements Publisher.
