@@ -22,14 +22,14 @@ func TestDecideTimeline(t *testing.T) {
 	p := Policy{MaxAttempts: 3}
 	var rec *Record
 	type step struct {
-		name       string
-		now        time.Time
-		fp         string
-		wantAction Action
-		wantErr    error
+		name        string
+		now         time.Time
+		fp          string
+		wantAction  Action
+		wantErr     error
 		wantAttempt int
-		takeover   bool
-		after      func(d Decision) // applies the write the caller would make
+		takeover    bool
+		after       func(d Decision) // applies the write the caller would make
 	}
 	steps := []step{
 		{name: "first call executes", now: at(0), fp: fpA, wantAction: Execute, wantAttempt: 1, after: func(d Decision) {
