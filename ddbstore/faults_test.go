@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/fakeclock"
 )
 
 // emptyFP is the fingerprint of the payload `{}`.
@@ -23,41 +23,15 @@ var emptyFP = func() string {
 	return s
 }()
 
-// fakeClock is a clock whose Sleep advances it. Safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time // guarded by mu
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.Advance(d)
-	return nil
-}
-
 // testLease is the lease of the runners of these tests (their contexts have
 // no deadline).
 const testLease = time.Minute
 
-func newRunner(t testing.TB, s idem.Store, c *fakeClock) *idem.Runner {
+func newRunner(t testing.TB, s idem.Store, c *fakeclock.Clock) *idem.Runner {
 	return newRunnerOpts(t, s, c)
 }
 
-func newRunnerOpts(t testing.TB, s idem.Store, c *fakeClock, opts ...idem.Option) *idem.Runner {
+func newRunnerOpts(t testing.TB, s idem.Store, c *fakeclock.Clock, opts ...idem.Option) *idem.Runner {
 	t.Helper()
 	r, err := idem.New(s, append([]idem.Option{idem.WithClock(c.Now), idem.WithSleep(c.Sleep),
 		idem.WithRand(func() float64 { return 0.5 }), idem.WithLease(0, testLease)}, opts...)...)
@@ -158,7 +132,7 @@ func TestFaultsThroughRunner(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			clock := &fakeClock{t: time.Now().Truncate(time.Second)}
+			clock := fakeclock.New(time.Now().Truncate(time.Second))
 			r := newRunner(t, f.store, clock)
 			var runs atomic.Int32
 			handler := func(context.Context) ([]byte, error) {
@@ -220,7 +194,7 @@ func TestFaultsOnRead(t *testing.T) {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			clock := &fakeClock{t: time.Now().Truncate(time.Second)}
+			clock := fakeclock.New(time.Now().Truncate(time.Second))
 			r := newRunner(t, f.store, clock)
 			ctx := context.Background()
 			var runs atomic.Int32

@@ -19,6 +19,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/fakeclock"
 	"github.com/idemgo/idem/storetest"
 )
 
@@ -280,7 +281,7 @@ func TestAllOldPath(t *testing.T) {
 func TestCallsPerPath(t *testing.T) {
 	integration(t)
 	f := newFixture(t)
-	clock := &fakeClock{t: time.Now().Truncate(time.Second)}
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
 	r := newRunner(t, f.store, clock)
 	ctx := context.Background()
 	extra := 0
@@ -350,7 +351,7 @@ func mustDo(t *testing.T, r *idem.Runner, ctx context.Context, key string, fn id
 func TestLargeResults(t *testing.T) {
 	integration(t)
 	f := newFixture(t)
-	clock := &fakeClock{t: time.Now().Truncate(time.Second)}
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
 	r := newRunner(t, f.store, clock)
 	ctx := context.Background()
 
