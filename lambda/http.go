@@ -550,12 +550,6 @@ func (w *httpWrapper) log(ctx context.Context, level slog.Level, req httpRequest
 		slog.String("path", req.path),
 		slog.String("decision", decision),
 		slog.Int("status", status),
-		slog.Int("attempt", out.Attempts),
-		slog.Bool("replayed", out.Replayed),
-		slog.Bool("lease_taken_over", out.TookOver),
-	}
-	if key != "" {
-		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
 	}
 	if len(req.identity) > 0 {
 		labels := make([]string, 0, len(req.identity))
@@ -565,12 +559,6 @@ func (w *httpWrapper) log(ctx context.Context, level slog.Level, req httpRequest
 		sort.Strings(labels)
 		attrs = append(attrs, slog.String("identity", strings.Join(labels, ",")))
 	}
-	var ipe *idem.InProgressError
-	if errors.As(err, &ipe) {
-		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
+	attrs = outcomeAttrs(attrs, key, out, err)
 	l.LogAttrs(ctx, level, "idemlambda", attrs...)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemgo/idem"
 )
 
 // Defaults of the wrappers' options.
@@ -168,4 +170,26 @@ func WithOptionalKey() Option {
 		c.optionalKey = true
 		return nil
 	}
+}
+
+// outcomeAttrs appends the log attributes every wrapper records for a call:
+// the attempt, whether it was replayed or took a lease over, the hashed key
+// (never the key itself), when to retry an in-progress key, and the error.
+func outcomeAttrs(attrs []slog.Attr, key string, out idem.Outcome, err error) []slog.Attr {
+	attrs = append(attrs,
+		slog.Int("attempt", out.Attempts),
+		slog.Bool("replayed", out.Replayed),
+		slog.Bool("lease_taken_over", out.TookOver),
+	)
+	if key != "" {
+		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
+	}
+	var ipe *idem.InProgressError
+	if errors.As(err, &ipe) {
+		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	return attrs
 }

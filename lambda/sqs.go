@@ -421,22 +421,10 @@ func (w *sqsWrapper) log(ctx context.Context, level slog.Level, msg events.SQSMe
 		slog.String("message_id", msg.MessageId),
 		slog.String("decision", decision),
 		slog.Bool("reported", reported),
-		slog.Int("attempt", out.Attempts),
-		slog.Bool("replayed", out.Replayed),
-		slog.Bool("lease_taken_over", out.TookOver),
-	}
-	if key != "" {
-		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
 	}
 	if rc := msg.Attributes["ApproximateReceiveCount"]; rc != "" {
 		attrs = append(attrs, slog.String("receive_count", rc))
 	}
-	var ipe *idem.InProgressError
-	if errors.As(err, &ipe) {
-		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
+	attrs = outcomeAttrs(attrs, key, out, err)
 	l.LogAttrs(ctx, level, "idemlambda", append(attrs, extra...)...)
 }

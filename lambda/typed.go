@@ -110,19 +110,7 @@ func typedLog(ctx context.Context, l *slog.Logger, key, decision string, out ide
 	attrs := []slog.Attr{
 		slog.String("wrapper", "typed"),
 		slog.String("decision", decision),
-		slog.Int("attempt", out.Attempts),
-		slog.Bool("replayed", out.Replayed),
-		slog.Bool("lease_taken_over", out.TookOver),
 	}
-	if key != "" {
-		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
-	}
-	var ipe *idem.InProgressError
-	if errors.As(err, &ipe) {
-		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
+	attrs = outcomeAttrs(attrs, key, out, err)
 	l.LogAttrs(ctx, level, "idemlambda", attrs...)
 }
