@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -43,6 +44,7 @@ func (c resultCache) add(rec core.Record) {
 	if c.lru == nil || rec.Status != core.StatusSucceeded {
 		return
 	}
+	rec.Result = bytes.Clone(rec.Result) // callers may reuse or edit their buffer
 	c.lru.Add(rec.Key, rec)
 }
 
@@ -62,7 +64,7 @@ func (c resultCache) lookup(key, fingerprint string, now time.Time) (Outcome, er
 	if rec.Fingerprint != fingerprint {
 		return Outcome{Attempts: rec.Attempts}, core.ErrKeyReused, true
 	}
-	return Outcome{Result: rec.Result, Replayed: true, Attempts: rec.Attempts, ResultOmitted: rec.ResultOmitted}, nil, true
+	return Outcome{Result: bytes.Clone(rec.Result), Replayed: true, Attempts: rec.Attempts, ResultOmitted: rec.ResultOmitted}, nil, true
 }
 
 // CacheLen returns the number of outcomes in the runner's cache (0 when off).

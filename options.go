@@ -28,6 +28,11 @@ const (
 	DefaultBackoffBase = 100 * time.Millisecond
 	// DefaultBackoffMax caps a retry's backoff.
 	DefaultBackoffMax = 2 * time.Second
+	// DefaultRetryReserve is the least time an in-process retry needs left
+	// before the invocation's deadline (or, without one, before its lease
+	// ends less the lease margin) to start; a retry also needs the longest
+	// try of the call so far, if that is longer.
+	DefaultRetryReserve = time.Second
 	// DefaultCompleteAttempts bounds the writes of one outcome when the
 	// store fails transiently.
 	DefaultCompleteAttempts = 4
@@ -44,6 +49,7 @@ type config struct {
 	attemptsPerCall int
 	base, max       time.Duration
 	completeTries   int
+	retryReserve    time.Duration
 	classifiers     []core.Classifier
 	now             func() time.Time
 	sleep           func(ctx context.Context, d time.Duration) error
@@ -105,10 +111,29 @@ func WithRetry(attemptsPerCall int, base, max time.Duration) Option {
 
 // WithClassifiers replaces the chain that classifies handler errors not
 // explicitly marked with core.MarkTransient or core.MarkPermanent (default
-// core.DefaultClassifiers). Errors no classifier knows are permanent.
+// core.DefaultClassifiers). Errors no classifier knows are permanent. A store
+// that is an ErrorClassifier (ddbstore) is asked before this chain, so what
+// its platform says is retryable stays transient; over another store, add
+// such a classifier here (awsclassify.Classifiers for AWS errors).
 func WithClassifiers(chain ...core.Classifier) Option {
 	return func(c *config) error {
 		c.classifiers = append([]core.Classifier(nil), chain...)
+		return nil
+	}
+}
+
+// WithRetryReserve sets the least time an in-process retry needs left to
+// start (default DefaultRetryReserve; not negative): after its backoff, a
+// retry starts only if at least this much, or the longest try of the call so
+// far if that is longer, is left before the invocation's deadline or, without
+// one, before the lease ends less the lease margin. Otherwise the failure is
+// recorded as retryable and left to a later delivery.
+func WithRetryReserve(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("idem: retry reserve %v must not be negative", d)
+		}
+		c.retryReserve = d
 		return nil
 	}
 }

@@ -43,6 +43,10 @@ type Runner struct {
 	store Store
 	cfg   config
 	cache resultCache
+	// handlerChain classifies handler errors and storeChain the store's
+	// own: the store's platform classifier (ErrorClassifier) first, then
+	// the configured chain (handlers) or the default one (the store).
+	handlerChain, storeChain []core.Classifier
 }
 
 // New returns a Runner over store, configured by opts. A bad option is an
@@ -60,6 +64,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		base:            DefaultBackoffBase,
 		max:             DefaultBackoffMax,
 		completeTries:   DefaultCompleteAttempts,
+		retryReserve:    DefaultRetryReserve,
 		classifiers:     core.DefaultClassifiers,
 		now:             time.Now,
 		sleep:           sleepCtx,
@@ -75,6 +80,12 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		}
 	}
 	r := &Runner{store: store, cfg: c}
+	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
+	if pc, ok := store.(ErrorClassifier); ok {
+		platform := []core.Classifier{pc.ClassifyError}
+		r.handlerChain = append(platform, c.classifiers...)
+		r.storeChain = append(platform, core.DefaultClassifiers...)
+	}
 	if c.cacheSize > 0 {
 		r.cache = newResultCache(c.cacheSize)
 	}
@@ -111,9 +122,11 @@ func HashKey(key string) string {
 // Do runs fn at most once per key while its outcome is retained, in this
 // order: validate the key, fingerprint the payload (JSON; see
 // core.Fingerprint), reserve the key in the store, run fn, retry transient
-// errors with backoff while the attempts and ctx's deadline allow, and record
-// the outcome. A duplicate call gets the stored outcome with Replayed set and
-// fn does not run.
+// errors with backoff while the attempts, ctx's deadline and the lease allow,
+// and record the outcome. A duplicate call gets the stored outcome with
+// Replayed set and fn does not run. Every execution is recorded in the store
+// before it starts, in-process retries included, so WithMaxAttempts bounds
+// the executions of a key even when holders crash.
 //
 // Errors, checked with errors.Is or errors.As: ErrInvalidKey,
 // ErrInvalidPayload, ErrKeyReused, *InProgressError (ErrInProgress),
@@ -139,24 +152,37 @@ func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler)
 		r.log(ctx, key, "replay_cached", out.Attempts, err)
 		return out, err
 	}
-	deadline, hasDeadline := ctx.Deadline()
-	leaseUntil := now.Add(r.cfg.defaultLease)
-	if hasDeadline {
-		leaseUntil = deadline.Add(r.cfg.leaseMargin)
-	} else {
-		deadline = leaseUntil
-	}
-	token := r.cfg.token()
-	policy := core.Policy{MaxAttempts: r.cfg.maxAttempts}
+	return r.reserve(ctx, key, fp, now, r.window(ctx, now), fn)
+}
 
+// window is the time an execution has: its lease ends at leaseUntil, and a
+// try (or a completion retry) must be over by limit, the earlier of the
+// invocation's deadline and the lease end less the lease margin (the margin
+// is the allowance for clock skew between holders).
+type window struct {
+	leaseUntil, limit time.Time
+}
+
+func (r *Runner) window(ctx context.Context, now time.Time) window {
+	if deadline, ok := ctx.Deadline(); ok {
+		return window{leaseUntil: deadline.Add(r.cfg.leaseMargin), limit: deadline}
+	}
+	lu := now.Add(r.cfg.defaultLease)
+	return window{leaseUntil: lu, limit: lu.Add(-r.cfg.leaseMargin)}
+}
+
+// reserve reserves key (or takes it over, or re-reserves a retryable
+// failure) and executes fn, or answers from the record that blocks it.
+func (r *Runner) reserve(ctx context.Context, key, fp string, now time.Time, w window, fn Handler) (Outcome, error) {
+	policy := core.Policy{MaxAttempts: r.cfg.maxAttempts}
 	var prev *core.Record
 	tookOver := false
 	for round := 0; ; round++ {
-		rec := core.Reserve(key, fp, token, prev, now, leaseUntil, r.cfg.retention)
+		rec := core.Reserve(key, fp, r.cfg.token(), prev, now, w.leaseUntil, r.cfg.retention)
 		err := r.store.Reserve(ctx, rec, prev, now)
 		if err == nil {
 			r.log(ctx, key, "execute", rec.Attempts, nil, slog.Bool("lease_taken_over", tookOver))
-			return r.execute(ctx, rec, deadline, tookOver, fn)
+			return r.execute(ctx, rec, w, tookOver, fn)
 		}
 		var ce *ConflictError
 		if !errors.As(err, &ce) {
@@ -165,85 +191,150 @@ func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler)
 		}
 		existing := ce.Existing
 		d := core.Decide(key, &existing, fp, now, policy)
-		switch d.Action {
-		case core.Replay:
-			out := Outcome{Result: existing.Result, Replayed: true, Attempts: existing.Attempts, ResultOmitted: existing.ResultOmitted}
-			if existing.Status == core.StatusSucceeded {
-				r.cache.add(existing)
-			} else {
-				out.Result = nil
-			}
-			r.log(ctx, key, "replay", existing.Attempts, d.Err, slog.Bool("replayed", true))
-			return out, d.Err
-		case core.InProgress:
-			r.log(ctx, key, "in_progress", existing.Attempts, nil, slog.Time("retry_at", d.RetryAt))
-			return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: d.RetryAt}
-		case core.Reject:
-			r.log(ctx, key, "reject", existing.Attempts, d.Err)
-			return Outcome{Attempts: existing.Attempts}, d.Err
-		case core.Execute:
-			if round >= 2 {
-				// The record changed under us twice: someone else is
-				// racing for it. Report in progress rather than loop.
-				return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: now.Add(r.cfg.base)}
-			}
-			prev, tookOver = d.Prev, d.Takeover
+		if d.Action != core.Execute {
+			return r.answer(ctx, key, existing, d)
 		}
+		if round >= 2 {
+			// The record changed under us twice: someone else is racing
+			// for it. Report in progress rather than loop.
+			return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: now.Add(r.cfg.base)}
+		}
+		prev, tookOver = d.Prev, d.Takeover
 	}
 }
 
-func (r *Runner) execute(ctx context.Context, rec core.Record, deadline time.Time, tookOver bool, fn Handler) (Outcome, error) {
+// answer maps a decision other than Execute on the stored record to the
+// call's outcome.
+func (r *Runner) answer(ctx context.Context, key string, existing core.Record, d core.Decision) (Outcome, error) {
+	switch d.Action {
+	case core.Replay:
+		out := Outcome{Replayed: true, Attempts: existing.Attempts, ResultOmitted: existing.ResultOmitted}
+		if existing.Status == core.StatusSucceeded {
+			out.Result = existing.Result
+			r.cache.add(existing)
+		}
+		r.log(ctx, key, "replay", existing.Attempts, d.Err, slog.Bool("replayed", true))
+		return out, d.Err
+	case core.InProgress:
+		r.log(ctx, key, "in_progress", existing.Attempts, nil, slog.Time("retry_at", d.RetryAt))
+		return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: d.RetryAt}
+	}
+	r.log(ctx, key, "reject", existing.Attempts, d.Err)
+	return Outcome{Attempts: existing.Attempts}, d.Err
+}
+
+// execute runs fn under the reservation rec until it succeeds, fails
+// permanently, or no further try fits; each further try is recorded in the
+// store before it runs.
+func (r *Runner) execute(ctx context.Context, rec core.Record, w window, tookOver bool, fn Handler) (Outcome, error) {
 	first := rec.Attempts
-	leaseUntil := rec.LeaseUntil
+	var longest time.Duration
 	for {
+		start := r.cfg.now()
 		result, herr := fn(ctx)
 		now := r.cfg.now()
+		longest = max(longest, now.Sub(start))
 		if herr == nil {
-			stored, err := r.complete(ctx, core.Succeed(rec, result, now, r.cfg.retention), deadline, leaseUntil)
-			if err != nil {
-				return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver}, err
-			}
-			r.cache.add(stored)
-			r.log(ctx, rec.Key, "succeeded", rec.Attempts, nil)
-			return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver, ResultOmitted: stored.ResultOmitted}, nil
+			return r.succeed(ctx, rec, result, now, w, tookOver)
 		}
-		if core.Classify(herr, r.cfg.classifiers...) != core.Transient {
-			ferr := &FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
-			if _, err := r.complete(ctx, core.Fail(rec, herr, false, now, r.cfg.retention), deadline, leaseUntil); err != nil {
-				return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(ferr, err)
-			}
-			r.log(ctx, rec.Key, "failed_permanent", rec.Attempts, herr)
-			return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, ferr
+		if r.classify(ctx, herr) != core.Transient {
+			return r.failPermanent(ctx, rec, herr, now, w, tookOver)
 		}
-		var outErr error
 		if rec.Attempts >= r.cfg.maxAttempts {
-			outErr = fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, rec.Attempts, herr)
-		} else if d, ok := core.NextRetry(core.RetryPlan{
-			Attempt: rec.Attempts - first + 1, MaxAttempts: r.cfg.attemptsPerCall,
-			Base: r.cfg.base, Max: r.cfg.max, Now: now, Deadline: deadline,
-			RetryAfter: core.RetryAfter(herr), R: r.cfg.rand(),
-		}); ok {
-			r.log(ctx, rec.Key, "retry", rec.Attempts, herr, slog.Duration("backoff", d))
-			if err := r.cfg.sleep(ctx, d); err == nil {
-				rec = core.Retry(rec, r.cfg.now())
-				continue
-			}
-			outErr = fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
-		} else {
-			outErr = fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
+			outErr := fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, rec.Attempts, herr)
+			return r.failTransient(ctx, rec, herr, now, w, tookOver, outErr)
 		}
-		if _, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), deadline, leaseUntil); err != nil {
+		outErr := fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
+		delay, ok := r.nextTry(ctx, rec.Attempts-first+1, herr, now, w, longest)
+		if !ok {
+			return r.failTransient(ctx, rec, herr, now, w, tookOver, outErr)
+		}
+		next, err := r.retry(ctx, rec, herr, now, delay, w)
+		if err != nil {
 			return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(outErr, err)
 		}
-		r.log(ctx, rec.Key, "failed_transient", rec.Attempts, herr)
-		return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, outErr
+		rec = next
 	}
+}
+
+// classify is the class of a handler error. Cancellation of ctx is no verdict
+// on the handler: the error is transient (and nextTry allows no retry in
+// this call). Otherwise explicit marks win, then the store's platform
+// classifier (ErrorClassifier), then the runner's chain.
+func (r *Runner) classify(ctx context.Context, herr error) core.Class {
+	if ctx.Err() != nil || errors.Is(herr, context.Canceled) {
+		return core.Transient
+	}
+	return core.Classify(herr, r.handlerChain...)
+}
+
+// nextTry returns the backoff before the next try and true if one fits: the
+// per-call attempts allow it and, after the backoff, at least the retry
+// reserve (or the longest try so far, if longer) is left before the window's
+// limit.
+func (r *Runner) nextTry(ctx context.Context, attempt int, herr error, now time.Time, w window, longest time.Duration) (time.Duration, bool) {
+	if ctx.Err() != nil {
+		return 0, false
+	}
+	return core.NextRetry(core.RetryPlan{
+		Attempt: attempt, MaxAttempts: r.cfg.attemptsPerCall,
+		Base: r.cfg.base, Max: r.cfg.max, Now: now, Deadline: w.limit,
+		Reserve: max(r.cfg.retryReserve, longest), RetryAfter: core.RetryAfter(herr), R: r.cfg.rand(),
+	})
+}
+
+// retry records the failed try as a retryable failure, waits delay and
+// re-reserves the key with a new lease token and one more attempt, so that
+// the attempt is counted in the store before it runs. If another delivery
+// takes the key meanwhile (the failure is reservable by anyone), this call
+// stops with an error.
+func (r *Runner) retry(ctx context.Context, rec core.Record, herr error, now time.Time, delay time.Duration, w window) (core.Record, error) {
+	failed, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), w)
+	if err != nil {
+		return core.Record{}, err
+	}
+	r.log(ctx, rec.Key, "retry", rec.Attempts, herr, slog.Duration("backoff", delay))
+	if err := r.cfg.sleep(ctx, delay); err != nil {
+		return core.Record{}, err
+	}
+	now = r.cfg.now()
+	next := core.Reserve(rec.Key, rec.Fingerprint, r.cfg.token(), &failed, now, w.leaseUntil, r.cfg.retention)
+	if err := r.store.Reserve(ctx, next, &failed, now); err != nil {
+		return core.Record{}, fmt.Errorf("idem: re-reserve for attempt %d: %w", next.Attempts, err)
+	}
+	return next, nil
+}
+
+func (r *Runner) succeed(ctx context.Context, rec core.Record, result []byte, now time.Time, w window, tookOver bool) (Outcome, error) {
+	stored, err := r.complete(ctx, core.Succeed(rec, result, now, r.cfg.retention), w)
+	if err != nil {
+		return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver}, err
+	}
+	r.cache.add(stored)
+	r.log(ctx, rec.Key, "succeeded", rec.Attempts, nil)
+	return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver, ResultOmitted: stored.ResultOmitted}, nil
+}
+
+func (r *Runner) failPermanent(ctx context.Context, rec core.Record, herr error, now time.Time, w window, tookOver bool) (Outcome, error) {
+	ferr := &FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
+	if _, err := r.complete(ctx, core.Fail(rec, herr, false, now, r.cfg.retention), w); err != nil {
+		return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(ferr, err)
+	}
+	r.log(ctx, rec.Key, "failed_permanent", rec.Attempts, herr)
+	return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, ferr
+}
+
+func (r *Runner) failTransient(ctx context.Context, rec core.Record, herr error, now time.Time, w window, tookOver bool, outErr error) (Outcome, error) {
+	if _, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), w); err != nil {
+		return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(outErr, err)
+	}
+	r.log(ctx, rec.Key, "failed_transient", rec.Attempts, herr)
+	return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, outErr
 }
 
 // complete writes the outcome, retrying transient store errors with backoff
-// within the deadline. A lost lease is final. leaseUntil is the end of the
-// caller's lease, for the error message.
-func (r *Runner) complete(ctx context.Context, rec core.Record, deadline, leaseUntil time.Time) (core.Record, error) {
+// within the window's limit. A lost lease is final.
+func (r *Runner) complete(ctx context.Context, rec core.Record, w window) (core.Record, error) {
 	for attempt := 1; ; attempt++ {
 		// The write is made even if ctx is done: the outcome matters more
 		// than the caller's patience, and the store bounds the call.
@@ -261,16 +352,16 @@ func (r *Runner) complete(ctx context.Context, rec core.Record, deadline, leaseU
 			r.log(ctx, rec.Key, "lease_lost", rec.Attempts, err)
 			return core.Record{}, fmt.Errorf("idem: outcome of attempt %d not recorded: %w", rec.Attempts, err)
 		}
-		if core.Classify(err, core.DefaultClassifiers...) == core.Transient {
+		if core.Classify(err, r.storeChain...) == core.Transient {
 			if d, ok := core.NextRetry(core.RetryPlan{
 				Attempt: attempt, MaxAttempts: r.cfg.completeTries, Base: r.cfg.base, Max: r.cfg.max,
-				Now: r.cfg.now(), Deadline: deadline, RetryAfter: core.RetryAfter(err), R: r.cfg.rand(),
-			}); ok && r.cfg.sleep(ctx, d) == nil {
+				Now: r.cfg.now(), Deadline: w.limit, RetryAfter: core.RetryAfter(err), R: r.cfg.rand(),
+			}); ok && r.cfg.sleep(context.WithoutCancel(ctx), d) == nil {
 				continue
 			}
 		}
 		r.log(ctx, rec.Key, "outcome_not_recorded", rec.Attempts, err)
-		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, leaseUntil.UTC().Format(time.RFC3339Nano), err)
+		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
 }
 

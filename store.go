@@ -10,9 +10,19 @@ import (
 )
 
 // Store keeps idempotency records. Implementations must be safe for
-// concurrent use by multiple goroutines. Every method treats a record past
-// its retention (Record.Expired(now)) as absent, whether or not it has been
-// deleted yet.
+// concurrent use by multiple goroutines. Every method treats a record that
+// is past its retention (core.Record.Expired, the one rule of absence: an
+// in-progress record with a live lease is never absent) as absent, whether
+// or not it has been deleted yet.
+//
+// A write may be retried after its answer was lost (a timeout or a reset
+// after the store applied it). Stores recognise their own writes so that a
+// retry is answered as the first try would have been: Reserve of a record
+// that is already stored (same key, lease token and attempt, in progress)
+// returns nil, and Complete of an outcome that is already stored (same
+// key, lease token, status and attempt) returns the stored record and nil.
+// Lease tokens are unique per reservation, so no other writer can be taken
+// for the caller.
 //
 // Errors: a conflict is a *ConflictError; a lost lease is ErrLeaseLost;
 // failures of the store itself should be marked with core.MarkTransient when
@@ -22,26 +32,30 @@ import (
 type Store interface {
 	// Reserve atomically writes rec, an in-progress record, if and only if
 	// one of these holds at now:
-	//   - no live record exists for rec.Key (absent or past retention);
+	//   - no live record exists for rec.Key (absent or Expired at now);
 	//   - prev is not nil and the stored record is still the one prev
 	//     describes (same LeaseToken and Status) and it is either in
-	//     progress with a lease that ended by now, or a retryable failure.
+	//     progress with a lease that ended by now, or a retryable failure
+	//     (core.Replaceable).
 	// Otherwise it writes nothing and returns a *ConflictError holding the
-	// live record that blocked it. prev is the record a core.Decide was made
-	// on; it is nil for a first attempt.
+	// live record that blocked it, unless that record is rec itself (a
+	// retried write: nil). prev is the record a core.Decide was made on; it
+	// is nil for a first attempt.
 	Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error
 
 	// Complete atomically replaces the in-progress record of rec.Key with
 	// rec (status succeeded or failed) if and only if the stored record is
-	// in progress and holds rec.LeaseToken; otherwise it writes nothing and
-	// returns an error wrapping ErrLeaseLost. It returns the record as
-	// stored: a store may omit a result too large to keep, setting
-	// ResultOmitted, but never drops the outcome.
+	// in progress, holds rec.LeaseToken and is not Expired at rec.UpdatedAt
+	// (the completion's time); otherwise it writes nothing and returns an
+	// error wrapping ErrLeaseLost, unless the stored record is this very
+	// outcome (a retried write: it is returned with nil). It returns the
+	// record as stored: a store may omit a result too large to keep,
+	// setting ResultOmitted, but never drops the outcome.
 	Complete(ctx context.Context, rec core.Record) (core.Record, error)
 
 	// Get returns the live record of key, or an error wrapping ErrNotFound
-	// if there is none (absent or past retention at now). Reads are
-	// strongly consistent.
+	// if there is none (absent or Expired at now). Reads are strongly
+	// consistent.
 	Get(ctx context.Context, key string, now time.Time) (core.Record, error)
 }
 
@@ -64,7 +78,20 @@ type ConflictError struct {
 
 // Error describes the conflict.
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("idem: key %s is held by a %s record", e.Existing.Key, e.Existing.Status)
+	return fmt.Sprintf("idem: key (hash %s) is held by a %s record", HashKey(e.Existing.Key), e.Existing.Status)
+}
+
+// ErrorClassifier is an optional capability of a Store: it classifies the
+// errors of the platform the store belongs to (ddbstore: AWS errors, with
+// what the AWS SDK knows of throttling, 5xx and connection errors). The
+// runner asks it before its own chain, for handler errors and for the
+// store's errors alike, so that what the platform says is retryable is
+// transient without the caller having configured anything. It returns
+// core.Unknown for errors it has no opinion on, and should never answer
+// core.Permanent for what it does not own.
+type ErrorClassifier interface {
+	// ClassifyError returns err's class, or core.Unknown.
+	ClassifyError(err error) core.Class
 }
 
 // Sentinel errors of the decision table, re-exported from core so that

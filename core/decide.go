@@ -38,7 +38,8 @@ func (a Action) String() string {
 // attempt per key.
 type Policy struct {
 	// MaxAttempts bounds the executions of one key across deliveries,
-	// counting in-process retries. Values below 1 mean 1.
+	// counting in-process retries and executions whose holder crashed.
+	// Values below 1 mean 1.
 	MaxAttempts int
 }
 
@@ -88,8 +89,12 @@ func Decide(key string, rec *Record, fingerprint string, now time.Time, p Policy
 		if !rec.LeaseExpired(now) {
 			return Decision{Action: InProgress, Err: ErrInProgress, RetryAt: rec.LeaseUntil, Prev: rec}
 		}
-		// A takeover is always allowed: the holder crashed or timed out,
-		// which is no handler verdict. Its attempt still counts.
+		// The holder crashed or timed out, which is no handler verdict, but
+		// its attempt counts: a key that keeps crashing its holder stops at
+		// the bound like one that keeps failing.
+		if rec.Attempts >= p.maxAttempts() {
+			return Decision{Action: Reject, Err: fmt.Errorf("%w after %d attempts: the last holder's lease ended without an outcome", ErrRetriesExhausted, rec.Attempts), Prev: rec}
+		}
 		return Decision{Action: Execute, Takeover: true, Attempt: rec.Attempts + 1, Prev: rec}
 	case StatusSucceeded:
 		return Decision{Action: Replay, Prev: rec}

@@ -161,12 +161,13 @@ func TestTransitions(t *testing.T) {
 	if r1.Status != StatusInProgress || r1.Attempts != 1 || !r1.ExpiresAt.Equal(at(3600)) || !r1.LeaseUntil.Equal(at(30)) {
 		t.Fatalf("Reserve = %v", r1)
 	}
-	r2 := Retry(r1, at(5))
-	if r2.Attempts != 2 || r1.Attempts != 1 || r2.LeaseToken != "tok1" {
-		t.Fatalf("Retry = %v (input %v)", r2, r1)
+	f1 := Fail(r1, errors.New("busy"), true, at(5), time.Hour)
+	r2 := Reserve(key, fpA, "tok2", &f1, at(5), at(30), time.Hour)
+	if r2.Attempts != 2 || r1.Attempts != 1 || r2.LeaseToken != "tok2" {
+		t.Fatalf("Reserve over a retryable failure = %v (input %v)", r2, f1)
 	}
 	s := Succeed(r2, []byte("x"), at(6), time.Minute)
-	if s.Status != StatusSucceeded || string(s.Result) != "x" || !s.LeaseUntil.IsZero() || !s.ExpiresAt.Equal(at(66)) || s.LeaseToken != "tok1" {
+	if s.Status != StatusSucceeded || string(s.Result) != "x" || !s.LeaseUntil.IsZero() || !s.ExpiresAt.Equal(at(66)) || s.LeaseToken != "tok2" {
 		t.Fatalf("Succeed = %v", s)
 	}
 	f := Fail(r2, nil, true, at(7), time.Minute)
@@ -190,5 +191,47 @@ func TestTransitions(t *testing.T) {
 	}
 	if r1.String() == "" {
 		t.Fatalf("empty String")
+	}
+}
+
+// TestLiveLeaseOutlivesRetention is the rule that an in-progress record never
+// counts as absent while its lease lives, whatever the retention.
+func TestLiveLeaseOutlivesRetention(t *testing.T) {
+	rec := Reserve(key, fpA, "tok1", nil, at(0), at(900), time.Minute)
+	if !rec.ExpiresAt.Equal(at(900)) {
+		t.Fatalf("Reserve with retention 1m and lease 15m: ExpiresAt = %v, want the lease end %v", rec.ExpiresAt, at(900))
+	}
+	forged := rec
+	forged.ExpiresAt = at(60) // as written by a store or version that did not extend it
+	for _, tc := range []struct {
+		name string
+		sec  int
+		want bool
+	}{
+		{"retention ended, lease live", 61, false},
+		{"lease ends", 900, true},
+		{"after both", 1000, true},
+	} {
+		if got := forged.Expired(at(tc.sec)); got != tc.want {
+			t.Errorf("%s: Expired(t0+%ds) = %v want %v", tc.name, tc.sec, got, tc.want)
+		}
+	}
+	if d := Decide(key, &forged, fpA, at(61), Policy{MaxAttempts: 3}); d.Action != InProgress {
+		t.Fatalf("Decide on a live lease past retention = %v, want in_progress", d.Action)
+	}
+}
+
+// TestTakeoverCountsTowardMaxAttempts: a holder that crashed used an attempt,
+// so a key whose holders keep crashing stops at the bound.
+func TestTakeoverCountsTowardMaxAttempts(t *testing.T) {
+	rec := Reserve(key, fpA, "tok1", nil, at(0), at(30), time.Hour)
+	rec.Attempts = 3
+	d := Decide(key, &rec, fpA, at(31), Policy{MaxAttempts: 3})
+	if d.Action != Reject || !errors.Is(d.Err, ErrRetriesExhausted) {
+		t.Fatalf("takeover at the bound = %v %v, want reject ErrRetriesExhausted", d.Action, d.Err)
+	}
+	rec.Attempts = 2
+	if d := Decide(key, &rec, fpA, at(31), Policy{MaxAttempts: 3}); d.Action != Execute || !d.Takeover || d.Attempt != 3 {
+		t.Fatalf("takeover below the bound = %+v, want execute attempt 3", d)
 	}
 }

@@ -58,10 +58,17 @@ type Record struct {
 	UpdatedAt time.Time
 }
 
-// Expired reports whether the record's retention has ended at now. A record
-// with a zero ExpiresAt never expires.
+// Expired reports whether the record counts as absent at now: its retention
+// has ended and it is not an in-progress record whose lease is still live. An
+// in-progress record never counts as absent while its lease lives, whatever
+// the retention. A record with a zero ExpiresAt never expires. This is the one
+// rule of absence: every store applies it (ddbstore's condition expression
+// mirrors it and is tested against it).
 func (r *Record) Expired(now time.Time) bool {
-	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+	if r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt) {
+		return false
+	}
+	return r.Status != StatusInProgress || r.LeaseExpired(now)
 }
 
 // LeaseExpired reports whether an in-progress record's lease has ended at now.
@@ -78,11 +85,17 @@ func (r Record) String() string {
 // Reserve returns the in-progress record that a new execution writes: from
 // nothing (prev nil, or prev past retention at now) it is attempt 1; over an
 // expired lease or a retryable failure it continues prev's attempt count. The
-// lease ends at leaseUntil and retention at now+retention.
+// lease ends at leaseUntil and retention at now+retention, or at leaseUntil
+// if that is later: a store that deletes expired records by itself (DynamoDB's
+// TTL) must never delete a record whose lease lives.
 func Reserve(key, fingerprint, token string, prev *Record, now, leaseUntil time.Time, retention time.Duration) Record {
 	attempts := 1
 	if prev != nil && !prev.Expired(now) {
 		attempts = prev.Attempts + 1
+	}
+	expires := now.Add(retention)
+	if leaseUntil.After(expires) {
+		expires = leaseUntil
 	}
 	return Record{
 		Key:         key,
@@ -90,18 +103,10 @@ func Reserve(key, fingerprint, token string, prev *Record, now, leaseUntil time.
 		Status:      StatusInProgress,
 		LeaseToken:  token,
 		LeaseUntil:  leaseUntil,
-		ExpiresAt:   now.Add(retention),
+		ExpiresAt:   expires,
 		Attempts:    attempts,
 		UpdatedAt:   now,
 	}
-}
-
-// Retry returns rec, still in progress under the same lease, with one more
-// attempt counted: an in-process retry after a transient error.
-func Retry(rec Record, now time.Time) Record {
-	rec.Attempts++
-	rec.UpdatedAt = now
-	return rec
 }
 
 // Succeed returns rec completed as succeeded with result, retained until
@@ -133,4 +138,27 @@ func Fail(rec Record, err error, retryable bool, now time.Time, retention time.D
 	rec.ExpiresAt = now.Add(retention)
 	rec.UpdatedAt = now
 	return rec
+}
+
+// Replaceable is the takeover rule: a reservation conditioned on prev may
+// replace the live stored record at now if stored is still prev (same lease
+// token and status) and is either in progress with a lease that ended by
+// now, or a retryable failure. A nil prev replaces nothing. memstore applies
+// this function; ddbstore's condition expression is its translation and is
+// tested against it.
+func Replaceable(stored Record, prev *Record, now time.Time) bool {
+	if prev == nil || stored.LeaseToken != prev.LeaseToken || stored.Status != prev.Status {
+		return false
+	}
+	return stored.Status == StatusInProgress && stored.LeaseExpired(now) ||
+		stored.Status == StatusFailed && stored.Retryable
+}
+
+// SameWrite reports whether stored is the write rec itself (same key, lease
+// token, status and attempt): a write retried after its answer was lost,
+// which a store answers as it answered the first try. Lease tokens are
+// unique per reservation, so no other writer's record matches.
+func SameWrite(stored, rec Record) bool {
+	return stored.Key == rec.Key && stored.LeaseToken == rec.LeaseToken &&
+		stored.Status == rec.Status && stored.Attempts == rec.Attempts
 }

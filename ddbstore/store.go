@@ -196,7 +196,8 @@ func checkKey(key string) bool { return key != "" && len(key) <= maxKeyBytes }
 // ALL_OLD). The condition, with times at the table's resolution (see the
 // package documentation):
 //
-//	attribute_not_exists(key) OR expires_at <= now_s
+//	attribute_not_exists(key)
+//	OR (expires_at <= now_s AND (status <> in_progress OR lease_until_ms <= now_ms))
 //	OR (prev != nil AND lease_token = prev.token AND status = prev.status AND
 //	    ((status = in_progress AND lease_until_ms <= now_ms) OR
 //	     (status = failed AND retryable = true)))
@@ -250,7 +251,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 		if err != nil {
 			return err
 		}
-		if found && isOwnReservation(existing, rec) {
+		if found && core.SameWrite(existing, rec) {
 			return nil
 		}
 		if found && !existing.Expired(now) {
@@ -264,9 +265,12 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 }
 
 func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Record, now time.Time) *dynamodb.PutItemInput {
-	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr}
-	values := map[string]types.AttributeValue{":now_s": num(now.Unix())}
-	cond := "attribute_not_exists(#k) OR #exp <= :now_s"
+	// The first two branches are core.Record.Expired: past retention and
+	// not an in-progress record with a live lease.
+	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr, "#st": AttrStatus, "#lease": AttrLeaseUntil}
+	values := map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()),
+		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}}
+	cond := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"
 	// Only the branch for prev's own status is sent: the stored record must
 	// still be prev (token and status), and only an in-progress record with
 	// an ended lease or a retryable failure may be taken. Other statuses
@@ -276,15 +280,13 @@ func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Re
 		switch prev.Status {
 		case core.StatusInProgress:
 			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms)"
-			names["#lease"] = AttrLeaseUntil
-			values[":now_ms"] = num(now.UnixMilli())
 		case core.StatusFailed:
 			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #retry = :true)"
 			names["#retry"] = AttrRetryable
 			values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
 		}
 		if prev.Status == core.StatusInProgress || prev.Status == core.StatusFailed {
-			names["#tok"], names["#st"] = AttrLeaseToken, AttrStatus
+			names["#tok"] = AttrLeaseToken
 			values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
 			values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
 		}
@@ -299,13 +301,6 @@ func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Re
 	}
 }
 
-// isOwnReservation reports whether stored is the reservation rec: only this
-// reservation writes an in-progress record with rec's token and attempt.
-func isOwnReservation(stored, rec core.Record) bool {
-	return stored.Status == core.StatusInProgress && stored.LeaseToken == rec.LeaseToken &&
-		stored.Attempts == rec.Attempts && stored.Key == rec.Key
-}
-
 // ownReservation reads the key after a reservation whose outcome is unknown
 // and reports whether it was applied. Any failure of the read counts as no.
 func (s *Store) ownReservation(ctx context.Context, rec core.Record) bool {
@@ -313,7 +308,7 @@ func (s *Store) ownReservation(ctx context.Context, rec core.Record) bool {
 		return false
 	}
 	stored, found, err := s.read(ctx, "reserve", rec.Key)
-	return err == nil && found && isOwnReservation(stored, rec)
+	return err == nil && found && core.SameWrite(stored, rec)
 }
 
 // blocking returns the record that made a conditional put fail: the item the
@@ -350,9 +345,12 @@ func (s *Store) read(ctx context.Context, op, key string) (core.Record, bool, er
 	return rec, true, nil
 }
 
+// completeCondition requires the caller's lease on a record that is not
+// Expired (core.Record.Expired) at the completion's time.
+const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s OR #lease > :now_ms)"
+
 // Complete implements idem.Store.Complete with one PutItem conditioned on
-// `status = in_progress AND lease_token = rec.LeaseToken`, which replaces
-// the whole item.
+// the caller's lease (completeCondition), which replaces the whole item.
 //
 // A result of more than the compression threshold is stored gzip-compressed
 // when that makes it smaller. If the item would still exceed the item size
@@ -386,9 +384,13 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
-		ConditionExpression:                 aws.String("#st = :in_progress AND #tok = :tok"),
-		ExpressionAttributeNames:            map[string]string{"#st": AttrStatus, "#tok": AttrLeaseToken},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}, ":tok": &types.AttributeValueMemberS{Value: rec.LeaseToken}},
+		ConditionExpression:                 aws.String(completeCondition),
+		ExpressionAttributeNames:            map[string]string{"#st": AttrStatus, "#tok": AttrLeaseToken, "#exp": s.ttlAttr, "#lease": AttrLeaseUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)},
+			":tok":         &types.AttributeValueMemberS{Value: rec.LeaseToken},
+			":now_s":       num(rec.UpdatedAt.Unix()), ":now_ms": num(rec.UpdatedAt.UnixMilli()),
+		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -403,7 +405,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 		// The lease was lost or the outcome is ours; we cannot tell which.
 		return core.Record{}, rerr
 	}
-	if found && existing.LeaseToken == rec.LeaseToken && existing.Status == rec.Status && existing.Attempts == rec.Attempts {
+	if found && core.SameWrite(existing, rec) {
 		return existing, nil
 	}
 	what := "no record"

@@ -139,7 +139,7 @@ func TestReserveConflictFromAllOld(t *testing.T) {
 	if in.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureAllOld {
 		t.Errorf("ReturnValuesOnConditionCheckFailure = %q, want ALL_OLD", in.ReturnValuesOnConditionCheckFailure)
 	}
-	if want := "attribute_not_exists(#k) OR #exp <= :now_s"; aws.ToString(in.ConditionExpression) != want {
+	if want := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"; aws.ToString(in.ConditionExpression) != want {
 		t.Errorf("condition = %q, want %q", aws.ToString(in.ConditionExpression), want)
 	}
 }
@@ -154,7 +154,7 @@ func TestReserveConditionWithPrev(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := f.puts[0]
-	want := "attribute_not_exists(#k) OR #exp <= :now_s OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms)"
+	want := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms)) OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms)"
 	if got := aws.ToString(in.ConditionExpression); got != want {
 		t.Errorf("condition =\n %s\nwant\n %s", got, want)
 	}

@@ -42,10 +42,10 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	defer s.mu.Unlock()
 	cur, ok := s.records[rec.Key]
 	if ok && !cur.Expired(now) {
-		matches := prev != nil && cur.LeaseToken == prev.LeaseToken && cur.Status == prev.Status
-		allowed := cur.Status == core.StatusInProgress && cur.LeaseExpired(now) ||
-			cur.Status == core.StatusFailed && cur.Retryable
-		if !matches || !allowed {
+		if core.SameWrite(cur, rec) {
+			return nil // a retried write whose answer was lost
+		}
+		if !core.Replaceable(cur, prev, now) {
 			return &idem.ConflictError{Existing: clone(cur)}
 		}
 	}
@@ -68,8 +68,11 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.records[rec.Key]
-	if !ok || cur.Status != core.StatusInProgress || cur.LeaseToken != rec.LeaseToken {
-		return core.Record{}, fmt.Errorf("memstore: key %s: %w", rec.Key, idem.ErrLeaseLost)
+	if ok && core.SameWrite(cur, rec) {
+		return clone(cur), nil // a retried write whose answer was lost
+	}
+	if !ok || cur.Expired(rec.UpdatedAt) || cur.Status != core.StatusInProgress || cur.LeaseToken != rec.LeaseToken {
+		return core.Record{}, fmt.Errorf("memstore: key hash %s: %w", idem.HashKey(rec.Key), idem.ErrLeaseLost)
 	}
 	s.records[rec.Key] = clone(rec)
 	return clone(rec), nil
@@ -84,7 +87,7 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record
 	defer s.mu.Unlock()
 	cur, ok := s.records[key]
 	if !ok || cur.Expired(now) {
-		return core.Record{}, fmt.Errorf("memstore: key %s: %w", key, idem.ErrNotFound)
+		return core.Record{}, fmt.Errorf("memstore: key hash %s: %w", idem.HashKey(key), idem.ErrNotFound)
 	}
 	return clone(cur), nil
 }

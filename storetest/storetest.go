@@ -258,6 +258,60 @@ var cases = []testCase{
 		}
 		e.equalRecord("Get after refused completions", got, done)
 	}},
+	{"LiveLeaseOutlivesRetention", func(e *env) {
+		// A record whose retention ends before its lease (as a store or a
+		// version that did not extend it would write) still blocks while
+		// its lease lives: core.Record.Expired.
+		k := e.key()
+		now := e.at(0)
+		rec := core.Reserve(k, fp, "tok-a", nil, now, e.at(900), time.Minute)
+		rec.ExpiresAt = e.at(60)
+		if err := e.s.Reserve(context.Background(), rec, nil, now); err != nil {
+			e.t.Fatal(err)
+		}
+		_, err := e.reserve(k, "tok-b", nil, 61, 30)
+		e.conflict(err, "tok-a", core.StatusInProgress)
+		if _, err := e.get(k, 61); err != nil {
+			e.t.Fatalf("Get past retention with a live lease = %v, want the record", err)
+		}
+		e.mustComplete(core.Succeed(rec, []byte(`1`), e.at(62), retention))
+		if _, err := e.reserve(k, "tok-c", nil, 901, 30); err == nil {
+			e.t.Fatalf("Reserve over a completed record succeeded")
+		}
+	}},
+	{"RetriedWritesRecognised", func(e *env) {
+		// A write retried after its answer was lost is answered as the
+		// first try was.
+		k := e.key()
+		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+		if err := e.s.Reserve(context.Background(), rec, nil, e.at(1)); err != nil {
+			e.t.Fatalf("retried Reserve = %v, want nil", err)
+		}
+		done := e.mustComplete(core.Succeed(rec, []byte(`{"n":1}`), e.at(2), retention))
+		again, err := e.s.Complete(context.Background(), core.Succeed(rec, []byte(`{"n":1}`), e.at(3), retention))
+		if err != nil {
+			e.t.Fatalf("retried Complete = %v, want nil", err)
+		}
+		e.equalRecord("retried Complete's record", again, done)
+		// Once completed, the reservation is no longer the stored record.
+		e.conflict(e.s.Reserve(context.Background(), rec, nil, e.at(4)), "tok-a", core.StatusSucceeded)
+	}},
+	{"CompleteAfterRetentionLosesTheLease", func(e *env) {
+		k := e.key()
+		now := e.at(0)
+		rec := core.Reserve(k, fp, "tok-a", nil, now, e.at(30), time.Minute) // expires at t0+60
+		if err := e.s.Reserve(context.Background(), rec, nil, now); err != nil {
+			e.t.Fatal(err)
+		}
+		_, err := e.s.Complete(context.Background(), core.Succeed(rec, []byte(`1`), e.at(61), retention))
+		if !errors.Is(err, idem.ErrLeaseLost) {
+			e.t.Fatalf("Complete past retention = %v, want ErrLeaseLost", err)
+		}
+		fresh := e.mustReserve(k, "tok-b", nil, 62, 30)
+		if fresh.Attempts != 1 {
+			e.t.Fatalf("attempts after expiry = %d, want 1", fresh.Attempts)
+		}
+	}},
 	{"ResultRoundTrip", func(e *env) {
 		for i, result := range [][]byte{[]byte(`{"ok":true,"n":1.50}`), []byte("plain text, not JSON \x00\xff"), {}, bytes.Repeat([]byte("abcdefgh"), 2048)} {
 			k := e.key()
