@@ -62,9 +62,9 @@ func (c resultCache) lookup(key, fingerprint string, now time.Time) (Outcome, er
 		return Outcome{}, nil, false
 	}
 	if rec.Fingerprint != fingerprint {
-		return Outcome{Attempts: rec.Attempts}, core.ErrKeyReused, true
+		return Outcome{Attempts: rec.Attempts, Cached: true}, core.ErrKeyReused, true
 	}
-	return Outcome{Result: bytes.Clone(rec.Result), Replayed: true, Attempts: rec.Attempts, ResultOmitted: rec.ResultOmitted}, nil, true
+	return Outcome{Verdict: Replayed, Result: bytes.Clone(rec.Result), Replayed: true, Attempts: rec.Attempts, ResultOmitted: rec.ResultOmitted, Cached: true}, nil, true
 }
 
 // CacheLen returns the number of outcomes in the runner's cache (0 when off).

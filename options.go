@@ -50,6 +50,7 @@ type config struct {
 	base, max       time.Duration
 	completeTries   int
 	retryReserve    time.Duration
+	backoff         core.BackoffFunc
 	classifiers     []core.Classifier
 	now             func() time.Time
 	sleep           func(ctx context.Context, d time.Duration) error
@@ -118,6 +119,33 @@ func WithRetry(attemptsPerCall int, base, max time.Duration) Option {
 func WithClassifiers(chain ...core.Classifier) Option {
 	return func(c *config) error {
 		c.classifiers = append([]core.Classifier(nil), chain...)
+		return nil
+	}
+}
+
+// WithBackoff replaces the full-jitter backoff of in-process retries and
+// completion retries with policy (see core.BackoffFunc); WithRetry's base and
+// max then apply only to the default policy. A server's Retry-After still
+// raises the delay, and no retry starts past the deadline.
+func WithBackoff(policy core.BackoffFunc) Option {
+	return func(c *config) error {
+		if policy == nil {
+			return errors.New("idem: nil backoff policy")
+		}
+		c.backoff = policy
+		return nil
+	}
+}
+
+// WithCompletionAttempts bounds the writes of one outcome when the store
+// fails transiently (at least 1; default DefaultCompleteAttempts). Each
+// retry waits the backoff and none starts past the deadline.
+func WithCompletionAttempts(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("idem: completion attempts %d must be at least 1", n)
+		}
+		c.completeTries = n
 		return nil
 	}
 }

@@ -21,6 +21,8 @@ type Handler func(ctx context.Context) ([]byte, error)
 
 // Outcome is what Runner.Do reports for a call that returned a result.
 type Outcome struct {
+	// Verdict is what happened to the call (see Verdict).
+	Verdict Verdict
 	// Result is the handler's result, new or replayed. Nil when the stored
 	// result was omitted (see ResultOmitted).
 	Result []byte
@@ -35,6 +37,9 @@ type Outcome struct {
 	// ResultOmitted reports that the store kept the outcome without the
 	// result, because it was too large: a replay has no body.
 	ResultOmitted bool
+	// Cached reports that a replay was answered from the runner's local
+	// cache (WithCache) without a store call.
+	Cached bool
 }
 
 // Runner runs handlers idempotently over a Store. A Runner is safe for
@@ -135,21 +140,27 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
+	out, err := r.do(ctx, key, payload, fn)
+	if err != nil {
+		out.Verdict = VerdictOf(err)
+	}
+	r.log(ctx, key, out, err)
+	return out, err
+}
+
+func (r *Runner) do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
 	if fn == nil {
 		return Outcome{}, errors.New("idem: nil handler")
 	}
 	if err := core.ValidateKey(key); err != nil {
-		r.log(ctx, key, "reject", 0, err)
 		return Outcome{}, err
 	}
 	fp, err := core.Fingerprint(payload)
 	if err != nil {
-		r.log(ctx, key, "reject", 0, err)
 		return Outcome{}, err
 	}
 	now := r.cfg.now()
 	if out, err, ok := r.cache.lookup(key, fp, now); ok {
-		r.log(ctx, key, "replay_cached", out.Attempts, err)
 		return out, err
 	}
 	return r.reserve(ctx, key, fp, now, r.window(ctx, now), fn)
@@ -181,18 +192,16 @@ func (r *Runner) reserve(ctx context.Context, key, fp string, now time.Time, w w
 		rec := core.Reserve(key, fp, r.cfg.token(), prev, now, w.leaseUntil, r.cfg.retention)
 		err := r.store.Reserve(ctx, rec, prev, now)
 		if err == nil {
-			r.log(ctx, key, "execute", rec.Attempts, nil, slog.Bool("lease_taken_over", tookOver))
 			return r.execute(ctx, rec, w, tookOver, fn)
 		}
 		var ce *ConflictError
 		if !errors.As(err, &ce) {
-			r.log(ctx, key, "store_error", 0, err)
 			return Outcome{}, fmt.Errorf("idem: reserve: %w", err)
 		}
 		existing := ce.Existing
 		d := core.Decide(key, &existing, fp, now, policy)
 		if d.Action != core.Execute {
-			return r.answer(ctx, key, existing, d)
+			return r.answer(existing, d)
 		}
 		if round >= 2 {
 			// The record changed under us twice: someone else is racing
@@ -205,21 +214,18 @@ func (r *Runner) reserve(ctx context.Context, key, fp string, now time.Time, w w
 
 // answer maps a decision other than Execute on the stored record to the
 // call's outcome.
-func (r *Runner) answer(ctx context.Context, key string, existing core.Record, d core.Decision) (Outcome, error) {
+func (r *Runner) answer(existing core.Record, d core.Decision) (Outcome, error) {
 	switch d.Action {
 	case core.Replay:
-		out := Outcome{Replayed: true, Attempts: existing.Attempts, ResultOmitted: existing.ResultOmitted}
+		out := Outcome{Verdict: Replayed, Replayed: true, Attempts: existing.Attempts, ResultOmitted: existing.ResultOmitted}
 		if existing.Status == core.StatusSucceeded {
 			out.Result = existing.Result
 			r.cache.add(existing)
 		}
-		r.log(ctx, key, "replay", existing.Attempts, d.Err, slog.Bool("replayed", true))
 		return out, d.Err
 	case core.InProgress:
-		r.log(ctx, key, "in_progress", existing.Attempts, nil, slog.Time("retry_at", d.RetryAt))
 		return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: d.RetryAt}
 	}
-	r.log(ctx, key, "reject", existing.Attempts, d.Err)
 	return Outcome{Attempts: existing.Attempts}, d.Err
 }
 
@@ -280,6 +286,7 @@ func (r *Runner) nextTry(ctx context.Context, attempt int, herr error, now time.
 		Attempt: attempt, MaxAttempts: r.cfg.attemptsPerCall,
 		Base: r.cfg.base, Max: r.cfg.max, Now: now, Deadline: w.limit,
 		Reserve: max(r.cfg.retryReserve, longest), RetryAfter: core.RetryAfter(herr), R: r.cfg.rand(),
+		Backoff: r.cfg.backoff,
 	})
 }
 
@@ -293,7 +300,7 @@ func (r *Runner) retry(ctx context.Context, rec core.Record, herr error, now tim
 	if err != nil {
 		return core.Record{}, err
 	}
-	r.log(ctx, rec.Key, "retry", rec.Attempts, herr, slog.Duration("backoff", delay))
+	r.logRetry(ctx, rec, herr, delay)
 	if err := r.cfg.sleep(ctx, delay); err != nil {
 		return core.Record{}, err
 	}
@@ -311,8 +318,7 @@ func (r *Runner) succeed(ctx context.Context, rec core.Record, result []byte, no
 		return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver}, err
 	}
 	r.cache.add(stored)
-	r.log(ctx, rec.Key, "succeeded", rec.Attempts, nil)
-	return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver, ResultOmitted: stored.ResultOmitted}, nil
+	return Outcome{Verdict: Executed, Result: result, Attempts: rec.Attempts, TookOver: tookOver, ResultOmitted: stored.ResultOmitted}, nil
 }
 
 func (r *Runner) failPermanent(ctx context.Context, rec core.Record, herr error, now time.Time, w window, tookOver bool) (Outcome, error) {
@@ -320,7 +326,6 @@ func (r *Runner) failPermanent(ctx context.Context, rec core.Record, herr error,
 	if _, err := r.complete(ctx, core.Fail(rec, herr, false, now, r.cfg.retention), w); err != nil {
 		return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(ferr, err)
 	}
-	r.log(ctx, rec.Key, "failed_permanent", rec.Attempts, herr)
 	return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, ferr
 }
 
@@ -328,7 +333,6 @@ func (r *Runner) failTransient(ctx context.Context, rec core.Record, herr error,
 	if _, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), w); err != nil {
 		return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(outErr, err)
 	}
-	r.log(ctx, rec.Key, "failed_transient", rec.Attempts, herr)
 	return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, outErr
 }
 
@@ -349,33 +353,55 @@ func (r *Runner) complete(ctx context.Context, rec core.Record, w window) (core.
 			return stored, nil
 		}
 		if errors.Is(err, ErrLeaseLost) {
-			r.log(ctx, rec.Key, "lease_lost", rec.Attempts, err)
 			return core.Record{}, fmt.Errorf("idem: outcome of attempt %d not recorded: %w", rec.Attempts, err)
 		}
 		if core.Classify(err, r.storeChain...) == core.Transient {
 			if d, ok := core.NextRetry(core.RetryPlan{
 				Attempt: attempt, MaxAttempts: r.cfg.completeTries, Base: r.cfg.base, Max: r.cfg.max,
 				Now: r.cfg.now(), Deadline: w.limit, RetryAfter: core.RetryAfter(err), R: r.cfg.rand(),
+				Backoff: r.cfg.backoff,
 			}); ok && r.cfg.sleep(context.WithoutCancel(ctx), d) == nil {
 				continue
 			}
 		}
-		r.log(ctx, rec.Key, "outcome_not_recorded", rec.Attempts, err)
 		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
 }
 
-func (r *Runner) log(ctx context.Context, key, decision string, attempt int, err error, attrs ...slog.Attr) {
+// log writes one record per call: the key's hash (never the key), the
+// verdict and what explains it. Verdicts that need attention are warnings.
+func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
 	if r.cfg.logger == nil {
 		return
 	}
 	level := slog.LevelInfo
-	a := append([]slog.Attr{slog.String("key_hash", HashKey(key)), slog.String("decision", decision), slog.Int("attempt", attempt)}, attrs...)
+	a := []slog.Attr{slog.String("key_hash", HashKey(key)), slog.String("verdict", out.Verdict.String()), slog.Int("attempt", out.Attempts)}
+	if out.TookOver {
+		a = append(a, slog.Bool("lease_taken_over", true))
+	}
+	if out.Cached {
+		a = append(a, slog.Bool("cached", true))
+	}
+	var ip *InProgressError
+	if errors.As(err, &ip) {
+		a = append(a, slog.Time("retry_at", ip.RetryAt))
+	}
 	if err != nil {
 		a = append(a, slog.String("error", err.Error()))
-		if decision != "replay" {
-			level = slog.LevelWarn
-		}
+	}
+	switch out.Verdict {
+	case OutcomeNotRecorded, StoreFailed, FailedPermanently, RetriesExhausted, KeyReused:
+		level = slog.LevelWarn
 	}
 	r.cfg.logger.LogAttrs(ctx, level, "idem", a...)
+}
+
+// logRetry records an in-process retry, which a call's own record does not
+// show.
+func (r *Runner) logRetry(ctx context.Context, rec core.Record, herr error, delay time.Duration) {
+	if r.cfg.logger == nil {
+		return
+	}
+	r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "idem retry", slog.String("key_hash", HashKey(rec.Key)),
+		slog.Int("attempt", rec.Attempts), slog.Duration("backoff", delay), slog.String("error", herr.Error()))
 }

@@ -25,6 +25,7 @@ const (
 )
 
 type fixture struct {
+	t      *testing.T
 	clock  *fakeclock.Clock
 	store  *memstore.Store
 	runner *idem.Runner
@@ -32,7 +33,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...idem.Option) *fixture {
 	t.Helper()
-	f := &fixture{clock: fakeclock.New(t0), store: memstore.New()}
+	f := &fixture{t: t, clock: fakeclock.New(t0), store: memstore.New()}
 	all := append([]idem.Option{
 		idem.WithClock(f.clock.Now),
 		idem.WithSleep(f.clock.Sleep),
@@ -54,6 +55,12 @@ func (f *fixture) ctx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Hour))
 	t.Cleanup(cancel)
 	return &deadlineCtx{Context: ctx, deadline: f.clock.Now().Add(d)}
+}
+
+// do makes a call with a 30-second deadline and returns its error.
+func (f *fixture) do(key, body string, fn idem.Handler) error {
+	_, err := f.runner.Do(f.ctx(f.t, 30*time.Second), key, []byte(body), fn)
+	return err
 }
 
 type deadlineCtx struct {
@@ -415,6 +422,9 @@ func TestBadOptions(t *testing.T) {
 		"rand":         idem.WithRand(nil),
 		"tokens":       idem.WithTokens(nil),
 		"cache":        idem.WithCache(0),
+		"backoff":      idem.WithBackoff(nil),
+		"completion":   idem.WithCompletionAttempts(0),
+		"reserve":      idem.WithRetryReserve(-time.Second),
 	} {
 		if _, err := idem.New(s, o); err == nil {
 			t.Errorf("%s: New accepted a bad option", name)
@@ -422,5 +432,26 @@ func TestBadOptions(t *testing.T) {
 	}
 	if _, err := idem.New(nil); err == nil {
 		t.Error("New accepted a nil store")
+	}
+}
+
+func TestPluggableBackoffAndCompletionAttempts(t *testing.T) {
+	f := newFixture(t, idem.WithBackoff(func(attempt int, r float64) time.Duration { return 300 * time.Millisecond }))
+	h := &counter{result: []byte(`1`), errs: []error{transient("a")}}
+	if err := f.do("evt:b1:notify", `{}`, h.handler); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.clock.Sleeps(); len(got) != 1 || got[0] != 300*time.Millisecond {
+		t.Fatalf("sleeps = %v, want the policy's 300ms", got)
+	}
+	clock := fakeclock.New(t0)
+	fs := &flakyStore{Store: memstore.New(), failures: 5, failWith: core.MarkTransient(errors.New("throttled"))}
+	r, err := idem.New(fs, idem.WithClock(clock.Now), idem.WithSleep(clock.Sleep), idem.WithCompletionAttempts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Do((&fixture{clock: clock}).ctx(t, 30*time.Second), "evt:b2:notify", []byte(`{}`), func(context.Context) ([]byte, error) { return []byte(`1`), nil })
+	if !errors.Is(err, idem.ErrOutcomeNotRecorded) || fs.calls != 2 {
+		t.Fatalf("Do = %v after %d completion calls, want ErrOutcomeNotRecorded after 2", err, fs.calls)
 	}
 }

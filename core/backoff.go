@@ -57,7 +57,16 @@ type RetryPlan struct {
 	RetryAfter time.Duration
 	// R is the random draw in [0, 1).
 	R float64
+	// Backoff, if not nil, replaces the full-jitter Backoff(attempt, Base,
+	// Max, r) as the delay of a retry (a pluggable policy: constant,
+	// decorrelated jitter, ...). A negative answer counts as 0.
+	Backoff BackoffFunc
 }
+
+// BackoffFunc is a backoff policy: the delay before retry number attempt (1
+// for the first retry), given a random draw r in [0, 1). It must be a pure
+// function of its arguments.
+type BackoffFunc func(attempt int, r float64) time.Duration
 
 // NextRetry returns the delay before the next attempt and true, or false if
 // the attempts are used up or the delay would start the next attempt too
@@ -68,7 +77,12 @@ func NextRetry(p RetryPlan) (time.Duration, bool) {
 	if p.Attempt >= p.MaxAttempts {
 		return 0, false
 	}
-	d := Backoff(p.Attempt, p.Base, p.Max, p.R)
+	var d time.Duration
+	if p.Backoff != nil {
+		d = max(p.Backoff(p.Attempt, p.R), 0)
+	} else {
+		d = Backoff(p.Attempt, p.Base, p.Max, p.R)
+	}
 	if p.RetryAfter > d {
 		d = p.RetryAfter
 	}

@@ -57,6 +57,12 @@ func TestNextRetry(t *testing.T) {
 		{"deadline too close", func(p *RetryPlan) { p.Deadline = t0.Add(50 * time.Millisecond) }, 0, false},
 		{"reserve needed before deadline", func(p *RetryPlan) { p.Deadline = t0.Add(time.Second); p.Reserve = 950 * time.Millisecond }, 0, false},
 		{"no deadline", func(p *RetryPlan) { p.Deadline = time.Time{} }, 100 * time.Millisecond, true},
+		{"pluggable backoff", func(p *RetryPlan) {
+			p.Backoff = func(attempt int, r float64) time.Duration { return time.Duration(attempt) * 250 * time.Millisecond }
+		}, 250 * time.Millisecond, true},
+		{"negative pluggable backoff counts as zero", func(p *RetryPlan) {
+			p.Backoff = func(int, float64) time.Duration { return -time.Second }
+		}, 0, true},
 		{"retry-after respected past max", func(p *RetryPlan) { p.RetryAfter = 3 * time.Second }, 3 * time.Second, true},
 		{"retry-after past deadline", func(p *RetryPlan) { p.RetryAfter = 30 * time.Second }, 0, false},
 	}

@@ -1,0 +1,118 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Verdict is what happened to one call of Runner.Do. It is the one
+// vocabulary of idem's logs, the wrappers' answers, metrics and benchmarks:
+// Outcome.Verdict carries it, VerdictOf derives it from an error, and
+// String gives the name every log and metric uses. The zero value is
+// VerdictUnknown.
+type Verdict int
+
+const (
+	// VerdictUnknown is the zero Verdict: no call was made.
+	VerdictUnknown Verdict = iota
+	// Executed: the handler ran and its success was recorded.
+	Executed
+	// Replayed: a recorded success was returned; the handler did not run.
+	Replayed
+	// ReplayedFailure: a recorded permanent failure was returned
+	// (*FailureError with Replayed set); the handler did not run.
+	ReplayedFailure
+	// InProgress: another execution holds a live lease (*InProgressError).
+	InProgress
+	// KeyReused: the key was recorded with another payload (ErrKeyReused).
+	KeyReused
+	// InvalidKey: the key is missing or malformed (ErrInvalidKey).
+	InvalidKey
+	// InvalidPayload: the payload is not acceptable JSON (ErrInvalidPayload).
+	InvalidPayload
+	// RetriesExhausted: the key's attempts are used up (ErrRetriesExhausted).
+	RetriesExhausted
+	// FailedPermanently: the handler failed permanently and the failure was
+	// recorded (*FailureError).
+	FailedPermanently
+	// FailedTransiently: the handler failed transiently and the failure was
+	// recorded as retryable (ErrTransientFailure): a later delivery runs again.
+	FailedTransiently
+	// OutcomeNotRecorded: the handler ran but its outcome could not be
+	// recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
+	OutcomeNotRecorded
+	// StoreFailed: the store failed before the handler ran; nothing was
+	// recorded and the handler did not run.
+	StoreFailed
+)
+
+var verdictNames = [...]string{
+	VerdictUnknown:     "unknown",
+	Executed:           "executed",
+	Replayed:           "replayed",
+	ReplayedFailure:    "replayed_failure",
+	InProgress:         "in_progress",
+	KeyReused:          "key_reused",
+	InvalidKey:         "invalid_key",
+	InvalidPayload:     "invalid_payload",
+	RetriesExhausted:   "retries_exhausted",
+	FailedPermanently:  "failed_permanently",
+	FailedTransiently:  "failed_transiently",
+	OutcomeNotRecorded: "outcome_not_recorded",
+	StoreFailed:        "store_failed",
+}
+
+// String returns the verdict's snake_case name, as logs and metrics use it.
+func (v Verdict) String() string {
+	if v >= 0 && int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// Verdicts lists every verdict but VerdictUnknown, in order (for metrics
+// and reports that want a row for each).
+func Verdicts() []Verdict {
+	out := make([]Verdict, 0, len(verdictNames)-1)
+	for v := Executed; int(v) < len(verdictNames); v++ {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Ran reports whether the handler ran in the call (executed or failed, with
+// or without a recorded outcome).
+func (v Verdict) Ran() bool {
+	return v == Executed || v == FailedPermanently || v == FailedTransiently || v == OutcomeNotRecorded
+}
+
+// VerdictOf returns the verdict an error returned by Runner.Do implies.
+// A nil error implies Executed or Replayed, which only Outcome.Verdict tells
+// apart: VerdictOf(nil) is VerdictUnknown. The checks run in this order, so
+// that a joined error reports its gravest part first.
+func VerdictOf(err error) Verdict {
+	var fe *FailureError
+	switch {
+	case err == nil:
+		return VerdictUnknown
+	case errors.Is(err, ErrOutcomeNotRecorded) || errors.Is(err, ErrLeaseLost):
+		return OutcomeNotRecorded
+	case errors.Is(err, ErrInvalidKey):
+		return InvalidKey
+	case errors.Is(err, ErrInvalidPayload):
+		return InvalidPayload
+	case errors.Is(err, ErrKeyReused):
+		return KeyReused
+	case errors.Is(err, ErrInProgress):
+		return InProgress
+	case errors.Is(err, ErrRetriesExhausted):
+		return RetriesExhausted
+	case errors.As(err, &fe) && fe.Replayed:
+		return ReplayedFailure
+	case errors.As(err, &fe):
+		return FailedPermanently
+	case errors.Is(err, ErrTransientFailure):
+		return FailedTransiently
+	}
+	return StoreFailed
+}
