@@ -1,0 +1,118 @@
+package idemlambda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestBatchEngine(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	pol := batchPolicy{concurrency: 4, safetyMargin: 2 * time.Second, now: func() time.Time { return t0 }}
+	for _, tc := range []struct {
+		name        string
+		items       []batchItem
+		ordered     bool
+		deadline    time.Duration // from t0; 0 means none
+		fail        map[int]bool  // records whose processing fails
+		panics      map[int]bool
+		want        []itemState
+		wantReasons map[int]error // reasons given to unprocessed
+	}{
+		{name: "all done", items: make([]batchItem, 3), want: []itemState{itemDone, itemDone, itemDone}},
+		{name: "unordered failure stops nothing", items: []batchItem{{lane: "g"}, {lane: "g"}, {lane: "g"}}, fail: map[int]bool{0: true},
+			want: []itemState{itemFailed, itemDone, itemDone}},
+		{name: "ordered lane stops at its first failure", ordered: true,
+			items: []batchItem{{lane: "a"}, {lane: "b"}, {lane: "a"}, {lane: "a"}, {lane: "b"}}, fail: map[int]bool{0: true},
+			want:  []itemState{itemFailed, itemDone, itemSkipped, itemSkipped, itemDone}, wantReasons: map[int]error{2: errLaneStopped, 3: errLaneStopped}},
+		{name: "panic fails the record only", items: make([]batchItem, 2), panics: map[int]bool{1: true},
+			want: []itemState{itemDone, itemFailed}},
+		{name: "no time left: nothing starts", items: make([]batchItem, 2), deadline: time.Second,
+			want: []itemState{itemFailed, itemFailed}, wantReasons: map[int]error{0: errNotStarted, 1: errNotStarted}},
+		{name: "time left", items: make([]batchItem, 1), deadline: 3 * time.Second, want: []itemState{itemDone}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Hour))
+				defer cancel()
+				ctx = fixedDeadline{ctx, t0.Add(tc.deadline)}
+			}
+			p := pol
+			p.ordered = tc.ordered
+			var mu sync.Mutex
+			reasons := map[int]error{}
+			got := runBatch(ctx, tc.items, p, func(ctx context.Context, i int) bool {
+				if tc.panics[i] {
+					panic(fmt.Sprintf("record %d", i))
+				}
+				return tc.fail[i]
+			}, func(i int, reason error) {
+				mu.Lock()
+				reasons[i] = reason
+				mu.Unlock()
+			})
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("states = %v, want %v", got, tc.want)
+			}
+			for i, want := range tc.wantReasons {
+				if !errors.Is(reasons[i], want) {
+					t.Errorf("record %d: reason %v, want %v", i, reasons[i], want)
+				}
+			}
+			for i := range tc.panics {
+				if reasons[i] == nil {
+					t.Errorf("record %d panicked and unprocessed was not told", i)
+				}
+			}
+		})
+	}
+}
+
+type fixedDeadline struct {
+	context.Context
+	at time.Time
+}
+
+func (c fixedDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+// TestBatchEngineBoundsAndSerialises checks the concurrency bound and that
+// records sharing a key never run at once.
+func TestBatchEngineBoundsAndSerialises(t *testing.T) {
+	items := make([]batchItem, 40)
+	for i := range items {
+		items[i].key = fmt.Sprintf("k%d", i%5)
+	}
+	var running, peak atomic.Int32
+	var perKey [5]atomic.Int32
+	states := runBatch(context.Background(), items, batchPolicy{concurrency: 3, now: time.Now}, func(ctx context.Context, i int) bool {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		if perKey[i%5].Add(1) != 1 {
+			t.Errorf("record %d: another record with key k%d is running", i, i%5)
+		}
+		time.Sleep(time.Millisecond) // real overlap for the race to show
+		perKey[i%5].Add(-1)
+		return false
+	}, func(int, error) {})
+	if p := peak.Load(); p > 3 || p < 1 {
+		t.Errorf("peak concurrency %d, want 1..3", p)
+	}
+	for i, s := range states {
+		if s != itemDone {
+			t.Fatalf("record %d: %v", i, s)
+		}
+	}
+}
