@@ -143,105 +143,117 @@ func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string
 // decode returns the record of a stored item. A malformed item gives an
 // error wrapping ErrCorruptRecord.
 func (s *Store) decode(item map[string]types.AttributeValue) (core.Record, error) {
-	var rec core.Record
-	var err error
-	str := func(name string, required bool) string {
-		av, ok := item[name]
-		if !ok {
-			if required && err == nil {
-				err = fmt.Errorf("%w: attribute %s missing", ErrCorruptRecord, name)
-			}
-			return ""
-		}
-		v, ok := av.(*types.AttributeValueMemberS)
-		if !ok {
-			if err == nil {
-				err = fmt.Errorf("%w: attribute %s is %T, want S", ErrCorruptRecord, name, av)
-			}
-			return ""
-		}
-		return v.Value
+	r := itemReader{item: item}
+	rec := core.Record{
+		Key:           r.str(s.keyAttr, true),
+		Status:        core.Status(r.str(AttrStatus, true)),
+		Fingerprint:   r.str(AttrFingerprint, false),
+		LeaseToken:    r.str(AttrLeaseToken, false),
+		Error:         r.str(AttrError, false),
+		Retryable:     r.boolean(AttrRetryable),
+		ResultOmitted: r.boolean(AttrResultOmitted),
 	}
-	n := func(name string) (int64, bool) {
-		av, ok := item[name]
-		if !ok {
-			return 0, false
-		}
-		v, ok := av.(*types.AttributeValueMemberN)
-		if !ok {
-			if err == nil {
-				err = fmt.Errorf("%w: attribute %s is %T, want N", ErrCorruptRecord, name, av)
-			}
-			return 0, false
-		}
-		x, perr := strconv.ParseInt(v.Value, 10, 64)
-		if perr != nil && err == nil {
-			err = fmt.Errorf("%w: attribute %s: %v", ErrCorruptRecord, name, perr)
-		}
-		return x, perr == nil
-	}
-	boolean := func(name string) bool {
-		av, ok := item[name]
-		if !ok {
-			return false
-		}
-		v, ok := av.(*types.AttributeValueMemberBOOL)
-		if !ok {
-			if err == nil {
-				err = fmt.Errorf("%w: attribute %s is %T, want BOOL", ErrCorruptRecord, name, av)
-			}
-			return false
-		}
-		return v.Value
-	}
-
-	rec.Key = str(s.keyAttr, true)
-	rec.Status = core.Status(str(AttrStatus, true))
-	rec.Fingerprint = str(AttrFingerprint, false)
-	rec.LeaseToken = str(AttrLeaseToken, false)
-	rec.Error = str(AttrError, false)
-	if ms, ok := n(AttrLeaseUntil); ok {
+	if ms, ok := r.num(AttrLeaseUntil); ok {
 		rec.LeaseUntil = time.UnixMilli(ms).UTC()
 	}
-	if sec, ok := n(s.ttlAttr); ok {
+	if sec, ok := r.num(s.ttlAttr); ok {
 		rec.ExpiresAt = time.Unix(sec, 0).UTC()
 	}
-	if ms, ok := n(AttrUpdatedAt); ok {
+	if ms, ok := r.num(AttrUpdatedAt); ok {
 		rec.UpdatedAt = time.UnixMilli(ms).UTC()
 	}
-	if a, ok := n(AttrAttempts); ok {
+	if a, ok := r.num(AttrAttempts); ok {
 		rec.Attempts = int(a)
 	}
-	rec.Retryable = boolean(AttrRetryable)
-	rec.ResultOmitted = boolean(AttrResultOmitted)
-	encoding := str(AttrResultEncoding, false)
-	if av, ok := item[AttrResult]; ok {
-		b, ok := av.(*types.AttributeValueMemberB)
-		if !ok {
-			if err == nil {
-				err = fmt.Errorf("%w: attribute %s is %T, want B", ErrCorruptRecord, AttrResult, av)
-			}
-		} else {
-			switch encoding {
-			case "":
-				rec.Result = b.Value
-			case encodingGzip:
-				r, gerr := gunzip(b.Value)
-				if gerr != nil && err == nil {
-					err = fmt.Errorf("%w: result: %v", ErrCorruptRecord, gerr)
-				}
-				rec.Result = r
-			default:
-				if err == nil {
-					err = fmt.Errorf("%w: unknown result encoding %q", ErrCorruptRecord, encoding)
-				}
-			}
-		}
-	}
-	if err != nil {
-		return core.Record{}, err
+	rec.Result = r.result(r.str(AttrResultEncoding, false))
+	if r.err != nil {
+		return core.Record{}, r.err
 	}
 	return rec, nil
+}
+
+// itemReader reads typed attributes of an item, keeping the first error
+// (ErrCorruptRecord) and answering zero values after it.
+type itemReader struct {
+	item map[string]types.AttributeValue
+	err  error
+}
+
+func (r *itemReader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: "+format, append([]any{ErrCorruptRecord}, args...)...)
+	}
+}
+
+func (r *itemReader) str(name string, required bool) string {
+	av, ok := r.item[name]
+	if !ok {
+		if required {
+			r.fail("attribute %s missing", name)
+		}
+		return ""
+	}
+	v, ok := av.(*types.AttributeValueMemberS)
+	if !ok {
+		r.fail("attribute %s is %T, want S", name, av)
+		return ""
+	}
+	return v.Value
+}
+
+func (r *itemReader) num(name string) (int64, bool) {
+	av, ok := r.item[name]
+	if !ok {
+		return 0, false
+	}
+	v, ok := av.(*types.AttributeValueMemberN)
+	if !ok {
+		r.fail("attribute %s is %T, want N", name, av)
+		return 0, false
+	}
+	x, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		r.fail("attribute %s: %v", name, err)
+	}
+	return x, err == nil
+}
+
+func (r *itemReader) boolean(name string) bool {
+	av, ok := r.item[name]
+	if !ok {
+		return false
+	}
+	v, ok := av.(*types.AttributeValueMemberBOOL)
+	if !ok {
+		r.fail("attribute %s is %T, want BOOL", name, av)
+		return false
+	}
+	return v.Value
+}
+
+// result reads the stored result in its encoding (nil if there is none).
+func (r *itemReader) result(encoding string) []byte {
+	av, ok := r.item[AttrResult]
+	if !ok {
+		return nil
+	}
+	b, ok := av.(*types.AttributeValueMemberB)
+	if !ok {
+		r.fail("attribute %s is %T, want B", AttrResult, av)
+		return nil
+	}
+	switch encoding {
+	case "":
+		return b.Value
+	case encodingGzip:
+		out, err := gunzip(b.Value)
+		if err != nil {
+			r.fail("result: %v", err)
+		}
+		return out
+	}
+	r.fail("unknown result encoding %q", encoding)
+	return nil
 }
 
 // gzipBody compresses b.

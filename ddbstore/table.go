@@ -55,17 +55,28 @@ type TableInfo struct {
 // tools.
 func CreateTable(ctx context.Context, client TableAPI, table string, opts ...Option) (TableInfo, error) {
 	const op = "create table"
-	var info TableInfo
 	if client == nil {
-		return info, errors.New("ddbstore: nil client")
+		return TableInfo{}, errors.New("ddbstore: nil client")
 	}
 	o, err := buildOptions(opts)
 	if err != nil {
-		return info, err
+		return TableInfo{}, err
 	}
-	fail := func(err error) (TableInfo, error) {
-		return info, translateErr(op, table, err).err
+	created, err := createAndWait(ctx, client, table, o)
+	if err != nil {
+		return TableInfo{}, err
 	}
+	enabled, err := enableTTL(ctx, client, table, o.ttlAttr)
+	if err != nil {
+		return TableInfo{}, translateErr(op, table, err).err
+	}
+	return TableInfo{Created: created, TTLEnabled: enabled}, nil
+}
+
+// createAndWait creates the table, or finds it, waits until it is active
+// and checks that an existing table has the expected key schema.
+func createAndWait(ctx context.Context, client TableAPI, table string, o options) (created bool, err error) {
+	const op = "create table"
 	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
@@ -75,13 +86,12 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts ...Opt
 	var inUse *types.ResourceInUseException
 	switch {
 	case err == nil:
-		info.Created = true
+		created = true
 	case errors.As(err, &inUse):
 		// It exists (or is being created): check it below.
 	default:
-		return fail(err)
+		return false, translateErr(op, table, err).err
 	}
-
 	wait := DefaultTableWait
 	if d, ok := ctx.Deadline(); ok {
 		wait = time.Until(d)
@@ -92,35 +102,38 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts ...Opt
 	})
 	desc, err := w.WaitForOutput(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, wait)
 	if err != nil {
-		return fail(err)
+		return false, translateErr(op, table, err).err
 	}
-	if !info.Created && !hashKeyOnly(desc.Table, o.keyAttr) {
-		return info, &Error{Op: op, Table: table, Err: fmt.Errorf("%w: want a single string hash key %q", ErrSchemaMismatch, o.keyAttr)}
+	if !created && !hashKeyOnly(desc.Table, o.keyAttr) {
+		return false, &Error{Op: op, Table: table, Err: fmt.Errorf("%w: want a single string hash key %q", ErrSchemaMismatch, o.keyAttr)}
 	}
+	return created, nil
+}
 
+// enableTTL turns on TTL on ttlAttr unless it is on already, and reports
+// whether it is on; a server without the TTL API (dynalite) answers false.
+func enableTTL(ctx context.Context, client TableAPI, table, ttlAttr string) (bool, error) {
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	switch {
 	case unknownOperation(err):
-		return info, nil
+		return false, nil
 	case err != nil:
-		return fail(err)
+		return false, err
 	}
 	if d := ttl.TimeToLiveDescription; d != nil && (d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
-		info.TTLEnabled = aws.ToString(d.AttributeName) == o.ttlAttr
-		return info, nil
+		return aws.ToString(d.AttributeName) == ttlAttr, nil
 	}
 	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName:               aws.String(table),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(o.ttlAttr), Enabled: aws.Bool(true)},
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)},
 	})
 	switch {
 	case unknownOperation(err):
-		return info, nil
+		return false, nil
 	case err != nil:
-		return fail(err)
+		return false, err
 	}
-	info.TTLEnabled = true
-	return info, nil
+	return true, nil
 }
 
 func hashKeyOnly(t *types.TableDescription, keyAttr string) bool {
