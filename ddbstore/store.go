@@ -382,10 +382,10 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 		return core.Record{}, err
 	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ConditionExpression:                 aws.String(completeCondition),
-		ExpressionAttributeNames:            map[string]string{"#st": AttrStatus, "#tok": AttrLeaseToken, "#exp": s.ttlAttr, "#lease": AttrLeaseUntil},
+		TableName:                aws.String(s.table),
+		Item:                     item,
+		ConditionExpression:      aws.String(completeCondition),
+		ExpressionAttributeNames: map[string]string{"#st": AttrStatus, "#tok": AttrLeaseToken, "#exp": s.ttlAttr, "#lease": AttrLeaseUntil},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)},
 			":tok":         &types.AttributeValueMemberS{Value: rec.LeaseToken},

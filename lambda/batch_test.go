@@ -29,7 +29,7 @@ func TestBatchEngine(t *testing.T) {
 			want: []itemState{itemFailed, itemDone, itemDone}},
 		{name: "ordered lane stops at its first failure", ordered: true,
 			items: []batchItem{{lane: "a"}, {lane: "b"}, {lane: "a"}, {lane: "a"}, {lane: "b"}}, fail: map[int]bool{0: true},
-			want:  []itemState{itemFailed, itemDone, itemSkipped, itemSkipped, itemDone}, wantReasons: map[int]error{2: errLaneStopped, 3: errLaneStopped}},
+			want: []itemState{itemFailed, itemDone, itemSkipped, itemSkipped, itemDone}, wantReasons: map[int]error{2: errLaneStopped, 3: errLaneStopped}},
 		{name: "panic fails the record only", items: make([]batchItem, 2), panics: map[int]bool{1: true},
 			want: []itemState{itemDone, itemFailed}},
 		{name: "no time left: nothing starts", items: make([]batchItem, 2), deadline: time.Second,
