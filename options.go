@@ -51,6 +51,8 @@ type config struct {
 	completeTries   int
 	retryReserve    time.Duration
 	backoff         core.BackoffFunc
+	observer        Observer
+	disabled        bool
 	classifiers     []core.Classifier
 	now             func() time.Time
 	sleep           func(ctx context.Context, d time.Duration) error

@@ -70,6 +70,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		max:             DefaultBackoffMax,
 		completeTries:   DefaultCompleteAttempts,
 		retryReserve:    DefaultRetryReserve,
+		disabled:        disabledByEnv(),
 		classifiers:     core.DefaultClassifiers,
 		now:             time.Now,
 		sleep:           sleepCtx,
@@ -140,30 +141,55 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
-	out, err := r.do(ctx, key, payload, fn)
+	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
+	var out Outcome
+	var err error
+	if r.cfg.disabled {
+		out, err = r.unprotected(ctx, fn)
+	} else {
+		out, err = c.do(payload, fn)
+	}
 	if err != nil {
 		out.Verdict = VerdictOf(err)
 	}
 	r.log(ctx, key, out, err)
+	if r.cfg.observer != nil {
+		r.cfg.observer.Observe(ctx, c.observation(out, err))
+	}
 	return out, err
 }
 
-func (r *Runner) do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
+// call is the state of one Do: its key and fingerprint, the time its
+// execution has, and what its store calls cost.
+type call struct {
+	r          *Runner
+	ctx        context.Context
+	key, fp    string
+	start      time.Time
+	w          window
+	tookOver   bool
+	storeCalls int
+	storeTime  time.Duration
+}
+
+func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 	if fn == nil {
 		return Outcome{}, errors.New("idem: nil handler")
 	}
-	if err := core.ValidateKey(key); err != nil {
+	if err := core.ValidateKey(c.key); err != nil {
 		return Outcome{}, err
 	}
 	fp, err := core.Fingerprint(payload)
 	if err != nil {
 		return Outcome{}, err
 	}
-	now := r.cfg.now()
-	if out, err, ok := r.cache.lookup(key, fp, now); ok {
+	c.fp = fp
+	now := c.r.cfg.now()
+	if out, err, ok := c.r.cache.lookup(c.key, fp, now); ok {
 		return out, err
 	}
-	return r.reserve(ctx, key, fp, now, r.window(ctx, now), fn)
+	c.w = c.r.window(c.ctx, now)
+	return c.reserve(now, fn)
 }
 
 // window is the time an execution has: its lease ends at leaseUntil, and a
@@ -182,33 +208,48 @@ func (r *Runner) window(ctx context.Context, now time.Time) window {
 	return window{leaseUntil: lu, limit: lu.Add(-r.cfg.leaseMargin)}
 }
 
-// reserve reserves key (or takes it over, or re-reserves a retryable
+// storeReserve and storeComplete are the call's store writes, timed.
+func (c *call) storeReserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+	t := c.r.cfg.now()
+	err := c.r.store.Reserve(ctx, rec, prev, now)
+	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
+	return err
+}
+
+func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record, error) {
+	t := c.r.cfg.now()
+	stored, err := c.r.store.Complete(ctx, rec)
+	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
+	return stored, err
+}
+
+// reserve reserves the key (or takes it over, or re-reserves a retryable
 // failure) and executes fn, or answers from the record that blocks it.
-func (r *Runner) reserve(ctx context.Context, key, fp string, now time.Time, w window, fn Handler) (Outcome, error) {
-	policy := core.Policy{MaxAttempts: r.cfg.maxAttempts}
+func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
+	cfg := &c.r.cfg
+	policy := core.Policy{MaxAttempts: cfg.maxAttempts}
 	var prev *core.Record
-	tookOver := false
 	for round := 0; ; round++ {
-		rec := core.Reserve(key, fp, r.cfg.token(), prev, now, w.leaseUntil, r.cfg.retention)
-		err := r.store.Reserve(ctx, rec, prev, now)
+		rec := core.Reserve(c.key, c.fp, cfg.token(), prev, now, c.w.leaseUntil, cfg.retention)
+		err := c.storeReserve(c.ctx, rec, prev, now)
 		if err == nil {
-			return r.execute(ctx, rec, w, tookOver, fn)
+			return c.execute(rec, fn)
 		}
 		var ce *ConflictError
 		if !errors.As(err, &ce) {
 			return Outcome{}, fmt.Errorf("idem: reserve: %w", err)
 		}
 		existing := ce.Existing
-		d := core.Decide(key, &existing, fp, now, policy)
+		d := core.Decide(c.key, &existing, c.fp, now, policy)
 		if d.Action != core.Execute {
-			return r.answer(existing, d)
+			return c.r.answer(existing, d)
 		}
 		if round >= 2 {
 			// The record changed under us twice: someone else is racing
 			// for it. Report in progress rather than loop.
-			return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: now.Add(r.cfg.base)}
+			return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: now.Add(cfg.base)}
 		}
-		prev, tookOver = d.Prev, d.Takeover
+		prev, c.tookOver = d.Prev, d.Takeover
 	}
 }
 
@@ -232,32 +273,33 @@ func (r *Runner) answer(existing core.Record, d core.Decision) (Outcome, error) 
 // execute runs fn under the reservation rec until it succeeds, fails
 // permanently, or no further try fits; each further try is recorded in the
 // store before it runs.
-func (r *Runner) execute(ctx context.Context, rec core.Record, w window, tookOver bool, fn Handler) (Outcome, error) {
+func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
+	cfg := &c.r.cfg
 	first := rec.Attempts
 	var longest time.Duration
 	for {
-		start := r.cfg.now()
-		result, herr := fn(ctx)
-		now := r.cfg.now()
+		start := cfg.now()
+		result, herr := fn(c.ctx)
+		now := cfg.now()
 		longest = max(longest, now.Sub(start))
 		if herr == nil {
-			return r.succeed(ctx, rec, result, now, w, tookOver)
+			return c.succeed(rec, result, now)
 		}
-		if r.classify(ctx, herr) != core.Transient {
-			return r.failPermanent(ctx, rec, herr, now, w, tookOver)
+		if c.r.classify(c.ctx, herr) != core.Transient {
+			ferr := &FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
+			return c.fail(rec, herr, false, now, ferr)
 		}
-		if rec.Attempts >= r.cfg.maxAttempts {
-			outErr := fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, rec.Attempts, herr)
-			return r.failTransient(ctx, rec, herr, now, w, tookOver, outErr)
+		if rec.Attempts >= cfg.maxAttempts {
+			return c.fail(rec, herr, true, now, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, rec.Attempts, herr))
 		}
 		outErr := fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
-		delay, ok := r.nextTry(ctx, rec.Attempts-first+1, herr, now, w, longest)
+		delay, ok := c.nextTry(rec.Attempts-first+1, herr, now, longest)
 		if !ok {
-			return r.failTransient(ctx, rec, herr, now, w, tookOver, outErr)
+			return c.fail(rec, herr, true, now, outErr)
 		}
-		next, err := r.retry(ctx, rec, herr, now, delay, w)
+		next, err := c.retry(rec, herr, now, delay)
 		if err != nil {
-			return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(outErr, err)
+			return c.outcome(rec, nil), errors.Join(outErr, err)
 		}
 		rec = next
 	}
@@ -278,15 +320,16 @@ func (r *Runner) classify(ctx context.Context, herr error) core.Class {
 // per-call attempts allow it and, after the backoff, at least the retry
 // reserve (or the longest try so far, if longer) is left before the window's
 // limit.
-func (r *Runner) nextTry(ctx context.Context, attempt int, herr error, now time.Time, w window, longest time.Duration) (time.Duration, bool) {
-	if ctx.Err() != nil {
+func (c *call) nextTry(attempt int, herr error, now time.Time, longest time.Duration) (time.Duration, bool) {
+	if c.ctx.Err() != nil {
 		return 0, false
 	}
+	cfg := &c.r.cfg
 	return core.NextRetry(core.RetryPlan{
-		Attempt: attempt, MaxAttempts: r.cfg.attemptsPerCall,
-		Base: r.cfg.base, Max: r.cfg.max, Now: now, Deadline: w.limit,
-		Reserve: max(r.cfg.retryReserve, longest), RetryAfter: core.RetryAfter(herr), R: r.cfg.rand(),
-		Backoff: r.cfg.backoff,
+		Attempt: attempt, MaxAttempts: cfg.attemptsPerCall,
+		Base: cfg.base, Max: cfg.max, Now: now, Deadline: c.w.limit,
+		Reserve: max(cfg.retryReserve, longest), RetryAfter: core.RetryAfter(herr), R: cfg.rand(),
+		Backoff: cfg.backoff,
 	})
 }
 
@@ -295,76 +338,86 @@ func (r *Runner) nextTry(ctx context.Context, attempt int, herr error, now time.
 // the attempt is counted in the store before it runs. If another delivery
 // takes the key meanwhile (the failure is reservable by anyone), this call
 // stops with an error.
-func (r *Runner) retry(ctx context.Context, rec core.Record, herr error, now time.Time, delay time.Duration, w window) (core.Record, error) {
-	failed, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), w)
+func (c *call) retry(rec core.Record, herr error, now time.Time, delay time.Duration) (core.Record, error) {
+	cfg := &c.r.cfg
+	failed, err := c.complete(core.Fail(rec, herr, true, now, cfg.retention))
 	if err != nil {
 		return core.Record{}, err
 	}
-	r.logRetry(ctx, rec, herr, delay)
-	if err := r.cfg.sleep(ctx, delay); err != nil {
+	c.r.logRetry(c.ctx, rec, herr, delay)
+	if err := cfg.sleep(c.ctx, delay); err != nil {
 		return core.Record{}, err
 	}
-	now = r.cfg.now()
-	next := core.Reserve(rec.Key, rec.Fingerprint, r.cfg.token(), &failed, now, w.leaseUntil, r.cfg.retention)
-	if err := r.store.Reserve(ctx, next, &failed, now); err != nil {
+	now = cfg.now()
+	next := core.Reserve(rec.Key, rec.Fingerprint, cfg.token(), &failed, now, c.w.leaseUntil, cfg.retention)
+	if err := c.storeReserve(c.ctx, next, &failed, now); err != nil {
 		return core.Record{}, fmt.Errorf("idem: re-reserve for attempt %d: %w", next.Attempts, err)
 	}
 	return next, nil
 }
 
-func (r *Runner) succeed(ctx context.Context, rec core.Record, result []byte, now time.Time, w window, tookOver bool) (Outcome, error) {
-	stored, err := r.complete(ctx, core.Succeed(rec, result, now, r.cfg.retention), w)
+// outcome is the Outcome of an execution under rec (stored nil: nothing
+// recorded).
+func (c *call) outcome(rec core.Record, stored *core.Record) Outcome {
+	out := Outcome{Attempts: rec.Attempts, TookOver: c.tookOver}
+	if stored != nil {
+		out.ResultOmitted = stored.ResultOmitted
+	}
+	return out
+}
+
+func (c *call) succeed(rec core.Record, result []byte, now time.Time) (Outcome, error) {
+	stored, err := c.complete(core.Succeed(rec, result, now, c.r.cfg.retention))
 	if err != nil {
-		return Outcome{Result: result, Attempts: rec.Attempts, TookOver: tookOver}, err
+		out := c.outcome(rec, nil)
+		out.Result = result
+		return out, err
 	}
-	r.cache.add(stored)
-	return Outcome{Verdict: Executed, Result: result, Attempts: rec.Attempts, TookOver: tookOver, ResultOmitted: stored.ResultOmitted}, nil
+	c.r.cache.add(stored)
+	out := c.outcome(rec, &stored)
+	out.Verdict, out.Result = Executed, result
+	return out, nil
 }
 
-func (r *Runner) failPermanent(ctx context.Context, rec core.Record, herr error, now time.Time, w window, tookOver bool) (Outcome, error) {
-	ferr := &FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
-	if _, err := r.complete(ctx, core.Fail(rec, herr, false, now, r.cfg.retention), w); err != nil {
-		return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(ferr, err)
+// fail records a failure (retryable or not) and returns outErr, joined with
+// the store's error if the failure could not be recorded.
+func (c *call) fail(rec core.Record, herr error, retryable bool, now time.Time, outErr error) (Outcome, error) {
+	if _, err := c.complete(core.Fail(rec, herr, retryable, now, c.r.cfg.retention)); err != nil {
+		return c.outcome(rec, nil), errors.Join(outErr, err)
 	}
-	return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, ferr
-}
-
-func (r *Runner) failTransient(ctx context.Context, rec core.Record, herr error, now time.Time, w window, tookOver bool, outErr error) (Outcome, error) {
-	if _, err := r.complete(ctx, core.Fail(rec, herr, true, now, r.cfg.retention), w); err != nil {
-		return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, errors.Join(outErr, err)
-	}
-	return Outcome{Attempts: rec.Attempts, TookOver: tookOver}, outErr
+	return c.outcome(rec, nil), outErr
 }
 
 // complete writes the outcome, retrying transient store errors with backoff
 // within the window's limit. A lost lease is final.
-func (r *Runner) complete(ctx context.Context, rec core.Record, w window) (core.Record, error) {
+func (c *call) complete(rec core.Record) (core.Record, error) {
+	cfg := &c.r.cfg
 	for attempt := 1; ; attempt++ {
 		// The write is made even if ctx is done: the outcome matters more
 		// than the caller's patience, and the store bounds the call.
-		wctx := ctx
-		if ctx.Err() != nil {
+		wctx := c.ctx
+		if c.ctx.Err() != nil {
 			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			wctx, cancel = context.WithTimeout(context.WithoutCancel(c.ctx), 2*time.Second)
 			defer cancel()
 		}
-		stored, err := r.store.Complete(wctx, rec)
+		stored, err := c.storeComplete(wctx, rec)
 		if err == nil {
 			return stored, nil
 		}
 		if errors.Is(err, ErrLeaseLost) {
 			return core.Record{}, fmt.Errorf("idem: outcome of attempt %d not recorded: %w", rec.Attempts, err)
 		}
-		if core.Classify(err, r.storeChain...) == core.Transient {
+		if core.Classify(err, c.r.storeChain...) == core.Transient {
 			if d, ok := core.NextRetry(core.RetryPlan{
-				Attempt: attempt, MaxAttempts: r.cfg.completeTries, Base: r.cfg.base, Max: r.cfg.max,
-				Now: r.cfg.now(), Deadline: w.limit, RetryAfter: core.RetryAfter(err), R: r.cfg.rand(),
-				Backoff: r.cfg.backoff,
-			}); ok && r.cfg.sleep(context.WithoutCancel(ctx), d) == nil {
+				Attempt: attempt, MaxAttempts: cfg.completeTries, Base: cfg.base, Max: cfg.max,
+				Now: cfg.now(), Deadline: c.w.limit, RetryAfter: core.RetryAfter(err), R: cfg.rand(),
+				Backoff: cfg.backoff,
+			}); ok && cfg.sleep(context.WithoutCancel(c.ctx), d) == nil {
 				continue
 			}
 		}
-		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
+		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, c.w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
 }
 
