@@ -39,8 +39,9 @@ existing = $(strip $(foreach p,$(1),$(if $(wildcard $(patsubst %/...,%,$(p))),$(
 # Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator.
 deps: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION) $(BIN)/.rie-$(RIE_VERSION)
 
-$(STAMPS)/go-mod: go.mod go.sum
+$(STAMPS)/go-mod: go.mod go.sum otel/go.mod otel/go.sum
 	$(GO) mod download
+	cd otel && $(GO) mod download
 	@mkdir -p $(@D) && touch $@
 
 # --ignore-scripts: classic-level (under dynalite) ships prebuilt binaries; its install
@@ -73,6 +74,7 @@ ifeq ($(call existing,$(MOTO_PKGS)),)
 else
 	$(TESTENV) -server moto -- $(GO) test -race -count=1 $(call existing,$(MOTO_PKGS))
 endif
+	cd otel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory cover
 	$(MAKE) --no-print-directory bench-smoke
 
