@@ -317,11 +317,11 @@ func (r *Runner) classify(ctx context.Context, herr error) core.Class {
 }
 
 // nextTry returns the backoff before the next try and true if one fits: the
-// per-call attempts allow it and, after the backoff, at least the retry
+// error is not marked core.MarkRetryLater, the per-call attempts allow it and, after the backoff, at least the retry
 // reserve (or the longest try so far, if longer) is left before the window's
 // limit.
 func (c *call) nextTry(attempt int, herr error, now time.Time, longest time.Duration) (time.Duration, bool) {
-	if c.ctx.Err() != nil {
+	if c.ctx.Err() != nil || core.RetryLater(herr) {
 		return 0, false
 	}
 	cfg := &c.r.cfg

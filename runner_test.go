@@ -455,3 +455,15 @@ func TestPluggableBackoffAndCompletionAttempts(t *testing.T) {
 		t.Fatalf("Do = %v after %d completion calls, want ErrOutcomeNotRecorded after 2", err, fs.calls)
 	}
 }
+
+func TestRetryLaterIsRecordedNotRetried(t *testing.T) {
+	f := newFixture(t)
+	h := &counter{result: []byte(`1`), errs: []error{core.MarkRetryLater(errors.New("upstream 503"))}}
+	err := f.do("evt:rl:a", `{}`, h.handler)
+	if !errors.Is(err, idem.ErrTransientFailure) || h.n.Load() != 1 || len(f.clock.Sleeps()) != 0 {
+		t.Fatalf("Do = %v after %d runs, sleeps %v; want a transient failure without an in-process retry", err, h.n.Load(), f.clock.Sleeps())
+	}
+	if err := f.do("evt:rl:a", `{}`, h.handler); err != nil || h.n.Load() != 2 {
+		t.Fatalf("later delivery = %v after %d runs, want a new execution", err, h.n.Load())
+	}
+}

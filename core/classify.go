@@ -45,6 +45,10 @@ type MarkedError struct {
 	// After, if positive, is the least delay before a retry, as a server's
 	// Retry-After asks.
 	After time.Duration
+	// Later, for a transient error, asks that it be recorded as retryable
+	// but not retried in the same call: the retry is left to a later
+	// delivery (see MarkRetryLater).
+	Later bool
 }
 
 // Error returns the marked error's message.
@@ -77,6 +81,23 @@ func MarkTransientAfter(err error, after time.Duration) error {
 		return nil
 	}
 	return &MarkedError{Err: err, Class: Transient, After: after}
+}
+
+// MarkRetryLater marks err as transient, to be recorded as retryable and
+// retried by a later delivery rather than in the same call: an HTTP handler's
+// 5xx, 408 or 429 answer, say, which the client retries itself.
+// MarkRetryLater(nil) is nil.
+func MarkRetryLater(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &MarkedError{Err: err, Class: Transient, Later: true}
+}
+
+// RetryLater reports whether err is marked with MarkRetryLater.
+func RetryLater(err error) bool {
+	var m *MarkedError
+	return errors.As(err, &m) && m.Class == Transient && m.Later
 }
 
 // MarkPermanent marks err as permanent. MarkPermanent(nil) is nil.
