@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"syscall"
 	"time"
@@ -167,12 +168,20 @@ func HTTPStatusClassifier(err error) Class {
 	return Unknown
 }
 
-// NetworkClassifier classifies network failures: timeouts (net.Error with
-// Timeout, context.DeadlineExceeded), connection resets, refusals and
-// broken pipes are Transient; anything else is Unknown.
+// NetworkClassifier classifies network failures as Transient: timeouts
+// (net.Error with Timeout, context.DeadlineExceeded), connection resets,
+// refusals, aborts and broken pipes, a connection closed early (io.EOF,
+// io.ErrUnexpectedEOF: the peer hung up before the whole response arrived),
+// and temporary DNS failures (*net.DNSError with IsTemporary or IsTimeout).
+// Anything else, including a name that does not exist, is Unknown.
 func NetworkClassifier(err error) Class {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return Transient
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) && (dns.IsTemporary || dns.IsTimeout) {
 		return Transient
 	}
 	var ne net.Error
@@ -183,5 +192,8 @@ func NetworkClassifier(err error) Class {
 }
 
 // DefaultClassifiers is the chain used when none is configured: explicit
-// marks first (always), then HTTP status codes, then network failures.
+// marks first (always), then HTTP status codes (HTTPStatusClassifier), then
+// network failures (NetworkClassifier). It knows no service's error codes:
+// an AWS throttle arrives as HTTP 400 and is Permanent here; package
+// awsclassify puts the AWS SDK's own knowledge in front of this chain.
 var DefaultClassifiers = []Classifier{HTTPStatusClassifier, NetworkClassifier}

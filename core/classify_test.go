@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"syscall"
 	"testing"
@@ -47,6 +49,15 @@ func TestClassify(t *testing.T) {
 		{"net timeout", timeoutErr{}, DefaultClassifiers, Transient},
 		{"deadline exceeded", context.DeadlineExceeded, DefaultClassifiers, Transient},
 		{"canceled is permanent", context.Canceled, DefaultClassifiers, Permanent},
+		{"EOF", io.EOF, DefaultClassifiers, Transient},
+		{"EOF in a url error", &url.Error{Op: "Post", URL: "http://127.0.0.1:1/", Err: io.EOF}, DefaultClassifiers, Transient},
+		{"unexpected EOF wrapped", fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), DefaultClassifiers, Transient},
+		{"DNS temporary", &net.DNSError{Err: "server misbehaving", Name: "dynamodb.us-east-1.amazonaws.com", IsTemporary: true}, DefaultClassifiers, Transient},
+		{"DNS timeout", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", Name: "sqs.us-east-1.amazonaws.com", IsTimeout: true}}, DefaultClassifiers, Transient},
+		{"DNS not found is permanent", &net.DNSError{Err: "no such host", Name: "nope.invalid", IsNotFound: true}, DefaultClassifiers, Permanent},
+		{"DNS neither temporary nor timeout is permanent", &net.DNSError{Err: "bad name", Name: "x"}, DefaultClassifiers, Permanent},
+		{"network alone: EOF", io.EOF, []Classifier{NetworkClassifier}, Transient},
+		{"status alone: EOF unknown → permanent", io.EOF, []Classifier{HTTPStatusClassifier}, Permanent},
 		{"custom chain first answer wins", plain, []Classifier{nil, func(error) Class { return Unknown }, func(error) Class { return Transient }}, Transient},
 	}
 	for _, tc := range tests {
