@@ -33,8 +33,16 @@ import (
 // retry.DefaultThrottleErrorCodes. SQS and S3 add no codes either.
 var (
 	retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
-	throttles  = retry.IsErrorThrottles(retry.DefaultThrottles)
+	throttles  = retry.IsErrorThrottles(append(retry.DefaultThrottles, retry.ThrottleErrorCode{Codes: extraThrottleCodes}))
 )
+
+// extraThrottleCodes are throttling codes of AWS services that the SDK's
+// default list lacks: SQS reports a throttled KMS call for an encrypted
+// queue as KMS.ThrottlingException (its KmsThrottled error).
+var extraThrottleCodes = map[string]struct{}{
+	"KMS.ThrottlingException": {},
+	"KmsThrottled":            {},
+}
 
 // Classify is a core.Classifier that knows what the AWS SDK for Go v2
 // retries: it returns core.Transient for an error the SDK's standard retryer

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/idemgo/idem/awsclassify"
 	"github.com/idemgo/idem/core"
 )
 
@@ -227,3 +228,9 @@ func transportFailure(err error) bool {
 	var de *smithy.DeserializationError
 	return errors.As(err, &de)
 }
+
+// ClassifyError implements idem.ErrorClassifier: AWS errors are classified
+// with what the AWS SDK knows of throttling, 5xx and connection errors
+// (awsclassify), so a runner over this store retries them, and records
+// them as retryable, without further configuration.
+func (s *Store) ClassifyError(err error) core.Class { return awsclassify.Classify(err) }

@@ -160,6 +160,7 @@ type Store struct {
 }
 
 var _ idem.Store = (*Store)(nil)
+var _ idem.ErrorClassifier = (*Store)(nil)
 
 // New returns a Store on table through client, configured by opts. The table
 // must exist with a string partition key named as configured and no sort key
