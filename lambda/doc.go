@@ -29,8 +29,11 @@
 // turns it and the action name into a stored key, hashed with
 // core.DeriveKey so that no user data sits in the table's key. The HTTP
 // wrappers hash the Idempotency-Key header together with the caller's
-// identity, the method and the path, so that one caller can neither replay
-// nor block another caller's key.
+// identity, so that one caller can neither replay nor block another
+// caller's key; the method and the path are part of the fingerprint, so the
+// same key on another endpoint is refused as reused (422). A handler finds
+// its call's stored key with StoredKey, to derive the ids it writes and the
+// keys it passes downstream.
 //
 // Decisions are logged with log/slog (WithLogger), one record per message or
 // request, with the key hashed by idem.HashKey.

@@ -1,6 +1,7 @@
 package idemlambda
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -33,6 +34,11 @@ const (
 	// MaxHeaderKeyLen is the longest Idempotency-Key value accepted, in
 	// characters.
 	MaxHeaderKeyLen = 255
+	// MaxBodyDepth is the deepest nesting of arrays and objects accepted in
+	// a JSON request body. JSON nested deeper than 10,000 is refused by
+	// encoding/json and by the fingerprint's canonicalizer, and the
+	// fingerprint (RequestPayload) puts the body one level down.
+	MaxBodyDepth = 9999
 	// ProblemContentType is the media type of the wrappers' own error
 	// responses (RFC 9457 problem details).
 	ProblemContentType = "application/problem+json"
@@ -47,9 +53,11 @@ const (
 	// ProblemMissingKey: 400, the request has no Idempotency-Key header.
 	ProblemMissingKey = "missing-idempotency-key"
 	// ProblemInvalidKey: 400, the Idempotency-Key header is empty, too
-	// long, repeated or has characters other than visible ASCII.
+	// long, repeated (also as one comma-joined value) or has characters
+	// other than visible ASCII, or a comma.
 	ProblemInvalidKey = "invalid-idempotency-key"
-	// ProblemInvalidBody: 400, a base64 body that does not decode.
+	// ProblemInvalidBody: 400, a base64 body that does not decode, or a
+	// JSON body nested deeper than MaxBodyDepth.
 	ProblemInvalidBody = "invalid-body"
 	// ProblemInProgress: 409, a request with the same key is still being
 	// processed; Retry-After says when its lease ends.
@@ -57,9 +65,10 @@ const (
 	// ProblemKeyReused: 422, the key was used with another method, path or
 	// body.
 	ProblemKeyReused = "idempotency-key-reused"
-	// ProblemRetriesExhausted: 500, the key's requests failed with server
-	// errors as often as the runner allows (idem.WithMaxAttempts); the
-	// key will not run again until its record expires. Send a new key.
+	// ProblemRetriesExhausted: 500, the key's requests were answered with
+	// server errors, 408 or 429 as often as the runner allows
+	// (idem.WithMaxAttempts); the key will not run again until its record
+	// expires. Send a new key.
 	ProblemRetriesExhausted = "retries-exhausted"
 	// ProblemResponseOmitted: 500, the request succeeded earlier but its
 	// response was too large for the store to keep, so it cannot be
@@ -74,8 +83,9 @@ const (
 
 // Response is what an HTTP handler answers, and what is stored and replayed
 // for its key: the status code, headers and body. A StatusCode of 0 means
-// 200. Responses with a status of 500 or more are returned to the client but
-// not stored: the next request with the same key runs the handler again.
+// 200. Responses with a status of 500 or more, 408 or 429 are returned to the
+// client but not stored: the next request with the same key runs the handler
+// again.
 type Response struct {
 	// StatusCode is the HTTP status (0 means 200).
 	StatusCode int `json:"statusCode"`
@@ -122,24 +132,29 @@ func RESTAPI(runner *idem.Runner, handler func(ctx context.Context, req events.A
 // that makes handler idempotent per Idempotency-Key header:
 //
 //   - the header (case-insensitive; an RFC 8941 quoted string is unquoted)
-//     must hold 1 to MaxHeaderKeyLen visible ASCII characters; missing: 400
-//     (or, with WithOptionalKey, the handler runs unkeyed); invalid: 400;
+//     must hold 1 to MaxHeaderKeyLen visible ASCII characters other than a
+//     comma (HTTP APIs and function URLs join a repeated header's values
+//     with commas); missing: 400 (or, with WithOptionalKey, the handler runs
+//     unkeyed); invalid or repeated: 400;
 //   - the stored key hashes the header with the caller identity (JWT sub
 //     claim, IAM userArn or callerId, a Lambda authorizer's principalId or
-//     sub), the method and the path, so one caller cannot replay or block
-//     another's key; without an identity, all callers share the key space;
+//     sub), so one caller cannot replay or block another's key; without an
+//     identity, all callers share the key space;
 //   - the fingerprint covers the method, the path and the body (a base64
 //     body is decoded first; a JSON body is compared canonically, any other
-//     body byte for byte);
+//     body byte for byte); a body that does not decode from base64, or JSON
+//     nested deeper than MaxBodyDepth: 400;
 //   - in progress elsewhere: 409 with Retry-After (whole seconds until the
-//     holder's lease ends, at least 1); same key with another body: 422;
+//     holder's lease ends, at least 1); same key with another method, path
+//     or body: 422;
 //   - replay: the stored status, headers and body, plus
 //     Idempotent-Replayed: true;
-//   - a response with status 500 or more, or a handler error (answered as a
-//     500 problem), is returned but not stored, and the runner does not
-//     retry it in-process: the client's retry runs the handler again. Each
-//     such run counts against idem.WithMaxAttempts; once they are used up,
-//     the key answers 500 retries-exhausted until its record expires;
+//   - a response with status 500 or more, 408 or 429, or a handler error
+//     (answered as a 500 problem), is returned as it is but not stored, and
+//     the runner does not retry it in-process: the client's retry runs the
+//     handler again. Each such run counts against idem.WithMaxAttempts;
+//     once they are used up, the key answers 500 retries-exhausted until its
+//     record expires;
 //   - store failures: 503 with Retry-After: 1 when transient, else 500.
 //
 // The wrappers' own errors are RFC 9457 problem details (Problem) with
@@ -259,8 +274,10 @@ func stringOf(v any) string {
 // IdempotencyKeyHeader returns the Idempotency-Key value of headers (looked
 // up case-insensitively; a quoted string is unquoted): ok is false if there
 // is none. The error, for a present but unusable header (empty, longer than
-// MaxHeaderKeyLen, characters outside visible ASCII, several values), wraps
-// idem.ErrInvalidKey.
+// MaxHeaderKeyLen, characters outside visible ASCII, a comma, several
+// values), wraps idem.ErrInvalidKey. A comma is refused because HTTP APIs
+// and function URLs deliver a repeated header as one value joined with
+// commas; refusing it everywhere keeps one rule for every event type.
 func IdempotencyKeyHeader(headers map[string]string, multi map[string][]string) (value string, ok bool, err error) {
 	var vals []string
 	for k, vs := range multi {
@@ -292,6 +309,9 @@ func IdempotencyKeyHeader(headers map[string]string, multi map[string][]string) 
 		return "", true, fmt.Errorf("%w: Idempotency-Key header is %d characters, at most %d", idem.ErrInvalidKey, len(v), MaxHeaderKeyLen)
 	}
 	for i := 0; i < len(v); i++ {
+		if v[i] == ',' {
+			return "", true, fmt.Errorf("%w: Idempotency-Key header has a comma at offset %d: repeated headers, or a key that is not allowed", idem.ErrInvalidKey, i)
+		}
 		if v[i] < 0x21 || v[i] > 0x7e {
 			return "", true, fmt.Errorf("%w: Idempotency-Key header has byte %#02x at offset %d, want visible ASCII", idem.ErrInvalidKey, v[i], i)
 		}
@@ -301,17 +321,16 @@ func IdempotencyKeyHeader(headers map[string]string, multi map[string][]string) 
 
 // HTTPKey returns the stored key of a request: the Idempotency-Key value
 // hashed with the caller identity (labelled parts such as "sub=..."; none
-// means anonymous), the method and the path (see core.DeriveKey). The error
+// means anonymous; see core.DeriveKey). The method and the path are not
+// part of it but of the fingerprint (RequestPayload), so that the key used
+// on another endpoint is refused as reused rather than run again. The error
 // wraps idem.ErrInvalidKey.
-func HTTPKey(headerValue string, identity []string, method, path string) (string, error) {
+func HTTPKey(headerValue string, identity []string) (string, error) {
 	who := "anonymous"
 	if len(identity) > 0 {
 		who = strings.Join(identity, "\n")
 	}
-	if method == "" {
-		return "", fmt.Errorf("%w: request has no method", idem.ErrInvalidKey)
-	}
-	return core.DeriveKey("http", digest(who), method, digest(path), headerValue)
+	return core.DeriveKey("http", digest(who), headerValue)
 }
 
 func digest(s string) string {
@@ -319,20 +338,38 @@ func digest(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// DecodeBody returns the bytes of a request body as API Gateway and function
+// URLs deliver it: body itself, or, when isBase64 is set (binary media types,
+// and any body an HTTP API or a function URL chooses to encode), its base64
+// decoding. The error, for a body that does not decode, wraps
+// idem.ErrInvalidPayload. Handlers use it to read the body the wrappers
+// fingerprinted.
+func DecodeBody(body string, isBase64 bool) ([]byte, error) {
+	if !isBase64 {
+		return []byte(body), nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: body is not valid base64: %v", idem.ErrInvalidPayload, err)
+	}
+	return raw, nil
+}
+
 // RequestPayload returns the JSON that fingerprints a request: its method,
-// its path and its body (a base64 body decoded first), as
+// its path and its body (decoded by DecodeBody), as
 // {"method":..,"path":..,"json":<body>} for a JSON body,
 // {"method":..,"path":..,"text":"<body>"} for other UTF-8 text and
 // {"method":..,"path":..,"base64":"<body>"} for binary data; an empty body
-// is left out. The error, for a base64 body that does not decode, wraps
-// idem.ErrInvalidPayload.
+// is left out. The error, for a base64 body that does not decode or a body
+// that opens with '[' or '{' and nests arrays and objects deeper than
+// MaxBodyDepth, wraps idem.ErrInvalidPayload.
 func RequestPayload(method, path, body string, isBase64 bool) ([]byte, error) {
-	raw := []byte(body)
-	if isBase64 {
-		var err error
-		if raw, err = base64.StdEncoding.DecodeString(body); err != nil {
-			return nil, fmt.Errorf("%w: body is not valid base64: %v", idem.ErrInvalidPayload, err)
-		}
+	raw, err := DecodeBody(body, isBase64)
+	if err != nil {
+		return nil, err
+	}
+	if nestsDeeper(raw, MaxBodyDepth) {
+		return nil, fmt.Errorf("%w: body nests arrays and objects deeper than %d", idem.ErrInvalidPayload, MaxBodyDepth)
 	}
 	p := struct {
 		Method string          `json:"method"`
@@ -351,7 +388,45 @@ func RequestPayload(method, path, body string, isBase64 bool) ([]byte, error) {
 	default:
 		p.Base64 = raw
 	}
-	return json.Marshal(p)
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", idem.ErrInvalidPayload, err)
+	}
+	return b, nil
+}
+
+// nestsDeeper reports whether b, a document that opens with '[' or '{'
+// after optional whitespace, has more than max arrays and objects open at
+// once. Brackets inside strings do not count; the rest of the syntax is not
+// checked.
+func nestsDeeper(b []byte, max int) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	if len(t) == 0 || (t[0] != '[' && t[0] != '{') {
+		return false
+	}
+	depth, inString, escaped := 0, false, false
+	for _, c := range t {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 func jsonCanonical(b []byte) []byte {
@@ -381,54 +456,38 @@ func newHTTPWrapper(runner *idem.Runner, hasHandler bool, opts []Option) (*httpW
 	return &httpWrapper{runner: runner, cfg: cfg}, nil
 }
 
-// errServerResponse marks a 5xx response for the runner: transient, so the
-// key stays open for the client's retry, and with a least delay no deadline
-// allows, so the runner does not retry it in-process (the client does).
-var errServerResponse = errors.New("idemlambda: handler answered a server error")
+// errRetryableResponse marks a response that is not stored (see
+// retryableStatus) for the runner: transient, so the key stays open for the
+// client's retry, and with a least delay no deadline allows, so the runner
+// does not retry it in-process (the client does).
+var errRetryableResponse = errors.New("idemlambda: handler answered a status the client retries")
 
 const noInProcessRetry = 100 * 365 * 24 * time.Hour
 
-func (w *httpWrapper) serve(ctx context.Context, req httpRequest, run func(context.Context) (Response, error)) Response {
-	value, present, err := IdempotencyKeyHeader(req.headers, req.multi)
-	switch {
-	case err != nil:
-		w.log(ctx, slog.LevelWarn, req, "", "invalid_key", http.StatusBadRequest, idem.Outcome{}, err)
-		return problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
-	case !present && w.cfg.optionalKey:
-		resp, herr := run(ctx)
-		if herr != nil {
-			resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
-		}
-		resp = normalize(resp)
-		w.log(ctx, slog.LevelInfo, req, "", "unkeyed", resp.StatusCode, idem.Outcome{}, herr)
-		return resp
-	case !present:
-		w.log(ctx, slog.LevelWarn, req, "", "missing_key", http.StatusBadRequest, idem.Outcome{}, nil)
-		return problem(http.StatusBadRequest, ProblemMissingKey, "Missing Idempotency-Key header",
-			"This endpoint needs an Idempotency-Key header (for example a random UUID) that is the same on every retry of one request.")
-	}
-	key, err := HTTPKey(value, req.identity, req.method, req.path)
-	if err != nil {
-		w.log(ctx, slog.LevelWarn, req, "", "invalid_key", http.StatusBadRequest, idem.Outcome{}, err)
-		return problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
-	}
-	payload, err := RequestPayload(req.method, req.path, req.body, req.base64)
-	if err != nil {
-		w.log(ctx, slog.LevelWarn, req, key, "invalid_body", http.StatusBadRequest, idem.Outcome{}, err)
-		return problem(http.StatusBadRequest, ProblemInvalidBody, "Invalid request body", err.Error())
-	}
+// retryableStatus reports whether a handler's response is returned to the
+// client but not stored: a server error (500 or more), 408 Request Timeout
+// or 429 Too Many Requests, all of which ask the client to retry, with the
+// same key, a request that did not take effect.
+func retryableStatus(code int) bool {
+	return code >= 500 || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests
+}
 
+func (w *httpWrapper) serve(ctx context.Context, req httpRequest, run func(context.Context) (Response, error)) Response {
+	key, payload, early := w.admit(ctx, req, run)
+	if early != nil {
+		return *early
+	}
 	var fresh *Response // the response of this call's own execution, if any
 	out, err := w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
-		resp, herr := run(ctx)
+		resp, herr := run(withStoredKey(ctx, key))
 		if herr != nil {
 			w.log(ctx, slog.LevelError, req, key, "handler_error", http.StatusInternalServerError, idem.Outcome{}, herr)
 			resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
 		}
 		resp = normalize(resp)
 		fresh = &resp
-		if resp.StatusCode >= 500 {
-			return nil, core.MarkTransientAfter(fmt.Errorf("%w: status %d", errServerResponse, resp.StatusCode), noInProcessRetry)
+		if retryableStatus(resp.StatusCode) {
+			return nil, core.MarkTransientAfter(fmt.Errorf("%w: status %d", errRetryableResponse, resp.StatusCode), noInProcessRetry)
 		}
 		b, merr := json.Marshal(resp)
 		if merr != nil { // a Response always marshals
@@ -439,71 +498,106 @@ func (w *httpWrapper) serve(ctx context.Context, req httpRequest, run func(conte
 	if fresh != nil {
 		// The handler ran in this call: its response is the truth, whether
 		// or not its outcome could be recorded (a failed record is logged).
-		decision := "executed"
-		level := slog.LevelInfo
+		decision, level := "executed", slog.LevelInfo
 		switch {
-		case fresh.StatusCode >= 500:
-			decision, level = "server_error_not_stored", slog.LevelWarn
+		case retryableStatus(fresh.StatusCode):
+			decision, level = "retryable_status_not_stored", slog.LevelWarn
 		case err != nil:
 			decision, level = "outcome_not_recorded", slog.LevelWarn
 		}
 		w.log(ctx, level, req, key, decision, fresh.StatusCode, out, err)
 		return *fresh
 	}
-	var ipe *idem.InProgressError
-	var fe *idem.FailureError
-	var resp Response
-	decision := ""
-	switch {
-	case err == nil && out.ResultOmitted:
-		decision = "replay_omitted"
-		resp = problem(http.StatusInternalServerError, ProblemResponseOmitted, "Response cannot be replayed",
-			"This request succeeded earlier, but its response was too large to keep.")
-		resp.Headers[HeaderReplayed] = "true"
-	case err == nil:
-		decision = "replayed"
-		if uerr := json.Unmarshal(out.Result, &resp); uerr != nil {
-			err = fmt.Errorf("idemlambda: stored response does not decode: %w", uerr)
-			decision = "replay_corrupt"
-			resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
-			break
-		}
-		resp = normalize(resp)
-		resp.Headers = cloneHeaders(resp.Headers)
-		resp.Headers[HeaderReplayed] = "true"
-	case errors.As(err, &ipe):
-		decision = "in_progress"
-		resp = problem(http.StatusConflict, ProblemInProgress, "Request in progress",
-			"A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After.")
-		resp.Headers["Retry-After"] = strconv.Itoa(retryAfterSeconds(ipe.RetryAt, w.cfg.now()))
-	case errors.Is(err, idem.ErrKeyReused):
-		decision = "key_reused"
-		resp = problem(http.StatusUnprocessableEntity, ProblemKeyReused, "Idempotency-Key reused",
-			"This Idempotency-Key was used with another request (method, path or body). Use a new key for a new request.")
-	case errors.Is(err, idem.ErrRetriesExhausted):
-		decision = "retries_exhausted"
-		resp = problem(http.StatusInternalServerError, ProblemRetriesExhausted, "Retries exhausted",
-			"Requests with this Idempotency-Key failed with server errors too often; it will not run again. Use a new key.")
-	case errors.As(err, &fe):
-		decision = "replayed_permanent_failure"
-		resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
-	case errors.Is(err, idem.ErrInvalidKey):
-		decision = "invalid_key"
-		resp = problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
-	case core.Classify(err, core.DefaultClassifiers...) == core.Transient:
-		decision = "store_error"
-		resp = problem(http.StatusServiceUnavailable, ProblemStoreUnavailable, "Service unavailable", "The idempotency store failed; retry.")
-		resp.Headers["Retry-After"] = "1"
-	default:
-		decision = "store_error"
-		resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
-	}
+	resp, decision, err := w.answer(out, err)
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelWarn
 	}
 	w.log(ctx, level, req, key, decision, resp.StatusCode, out, err)
 	return resp
+}
+
+// admit takes the stored key and the payload of a request. When the request
+// cannot be keyed, early is the answer: a 400, or the handler's own answer
+// when it ran unkeyed (WithOptionalKey).
+func (w *httpWrapper) admit(ctx context.Context, req httpRequest, run func(context.Context) (Response, error)) (key string, payload []byte, early *Response) {
+	value, present, err := IdempotencyKeyHeader(req.headers, req.multi)
+	switch {
+	case err != nil:
+		w.log(ctx, slog.LevelWarn, req, "", "invalid_key", http.StatusBadRequest, idem.Outcome{}, err)
+		resp := problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
+		return "", nil, &resp
+	case !present && w.cfg.optionalKey:
+		resp, herr := run(ctx)
+		if herr != nil {
+			resp = problem(http.StatusInternalServerError, ProblemInternal, "Internal error", "")
+		}
+		resp = normalize(resp)
+		w.log(ctx, slog.LevelInfo, req, "", "unkeyed", resp.StatusCode, idem.Outcome{}, herr)
+		return "", nil, &resp
+	case !present:
+		w.log(ctx, slog.LevelWarn, req, "", "missing_key", http.StatusBadRequest, idem.Outcome{}, nil)
+		resp := problem(http.StatusBadRequest, ProblemMissingKey, "Missing Idempotency-Key header",
+			"This endpoint needs an Idempotency-Key header (for example a random UUID) that is the same on every retry of one request.")
+		return "", nil, &resp
+	}
+	if key, err = HTTPKey(value, req.identity); err != nil {
+		w.log(ctx, slog.LevelWarn, req, "", "invalid_key", http.StatusBadRequest, idem.Outcome{}, err)
+		resp := problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error())
+		return "", nil, &resp
+	}
+	if payload, err = RequestPayload(req.method, req.path, req.body, req.base64); err != nil {
+		w.log(ctx, slog.LevelWarn, req, key, "invalid_body", http.StatusBadRequest, idem.Outcome{}, err)
+		resp := problem(http.StatusBadRequest, ProblemInvalidBody, "Invalid request body", err.Error())
+		return "", nil, &resp
+	}
+	return key, payload, nil
+}
+
+// answer maps the runner's answer, for a call whose handler did not run in
+// it, to the response, the logged decision and the logged error.
+func (w *httpWrapper) answer(out idem.Outcome, err error) (Response, string, error) {
+	var ipe *idem.InProgressError
+	var fe *idem.FailureError
+	switch {
+	case err == nil && out.ResultOmitted:
+		resp := problem(http.StatusInternalServerError, ProblemResponseOmitted, "Response cannot be replayed",
+			"This request succeeded earlier, but its response was too large to keep.")
+		resp.Headers[HeaderReplayed] = "true"
+		return resp, "replay_omitted", nil
+	case err == nil:
+		var resp Response
+		if uerr := json.Unmarshal(out.Result, &resp); uerr != nil {
+			return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""), "replay_corrupt",
+				fmt.Errorf("idemlambda: stored response does not decode: %w", uerr)
+		}
+		resp = normalize(resp)
+		resp.Headers = cloneHeaders(resp.Headers)
+		resp.Headers[HeaderReplayed] = "true"
+		return resp, "replayed", nil
+	case errors.As(err, &ipe):
+		resp := problem(http.StatusConflict, ProblemInProgress, "Request in progress",
+			"A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After.")
+		resp.Headers["Retry-After"] = strconv.Itoa(retryAfterSeconds(ipe.RetryAt, w.cfg.now()))
+		return resp, "in_progress", err
+	case errors.Is(err, idem.ErrKeyReused):
+		return problem(http.StatusUnprocessableEntity, ProblemKeyReused, "Idempotency-Key reused",
+			"This Idempotency-Key was used with another request (method, path or body). Use a new key for a new request."), "key_reused", err
+	case errors.Is(err, idem.ErrRetriesExhausted):
+		return problem(http.StatusInternalServerError, ProblemRetriesExhausted, "Retries exhausted",
+			"Requests with this Idempotency-Key failed with errors to retry (5xx, 408, 429) too often; it will not run again. Use a new key."), "retries_exhausted", err
+	case errors.As(err, &fe):
+		return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""), "replayed_permanent_failure", err
+	case errors.Is(err, idem.ErrInvalidKey):
+		return problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error()), "invalid_key", err
+	case errors.Is(err, idem.ErrInvalidPayload):
+		return problem(http.StatusBadRequest, ProblemInvalidBody, "Invalid request body", err.Error()), "invalid_body", err
+	case core.Classify(err, core.DefaultClassifiers...) == core.Transient:
+		resp := problem(http.StatusServiceUnavailable, ProblemStoreUnavailable, "Service unavailable", "The idempotency store failed; retry.")
+		resp.Headers["Retry-After"] = "1"
+		return resp, "store_error", err
+	}
+	return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""), "store_error", err
 }
 
 func normalize(r Response) Response {

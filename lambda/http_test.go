@@ -57,12 +57,16 @@ func (a *orderAPI) handle(ctx context.Context, r events.APIGatewayV2HTTPRequest)
 	var b struct {
 		Status int    `json:"status"`
 		Fail   string `json:"fail"`
+		Once   int    `json:"once_status"` // the status of the first answer with fail "once"
 	}
 	_ = json.Unmarshal([]byte(r.Body), &b)
 	if b.Fail == "error" {
 		return idemlambda.Response{}, errors.New("database is on fire")
 	}
 	if b.Fail == "once" && n == 1 {
+		if b.Once != 0 { // an answer that asks for a retry, with its Retry-After
+			return idemlambda.Response{StatusCode: b.Once, Headers: map[string]string{"Retry-After": "7"}, Body: `{"error":"try again"}`}, nil
+		}
 		return idemlambda.Response{StatusCode: http.StatusServiceUnavailable, Body: `{"error":"try again"}`}, nil
 	}
 	status := b.Status
@@ -167,11 +171,19 @@ func TestHTTPAPI(t *testing.T) {
 			},
 		},
 		{
-			name: "same key on another path or method is another key",
+			name: "same key on another path or method is 422",
 			steps: []step{
 				{req: v2Req("POST", "/orders", "k-1", body), status: 201, body: `{"order_id":"ord-1"}`, runs: 1},
-				{req: v2Req("POST", "/carts", "k-1", body), status: 201, body: `{"order_id":"ord-2"}`, runs: 2},
-				{req: v2Req("PUT", "/orders", "k-1", body), status: 201, body: `{"order_id":"ord-3"}`, runs: 3},
+				{req: v2Req("POST", "/carts", "k-1", body), status: 422, problem: idemlambda.ProblemKeyReused, runs: 1},
+				{req: v2Req("PUT", "/orders", "k-1", body), status: 422, problem: idemlambda.ProblemKeyReused, runs: 1},
+				{req: v2Req("POST", "/orders", "k-1", body), status: 201, body: `{"order_id":"ord-1"}`, replayed: true, runs: 1},
+			},
+		},
+		{
+			name: "comma-joined repeated key is 400",
+			steps: []step{
+				{req: v2Req("POST", "/orders", "k-1,k-2", body), status: 400, problem: idemlambda.ProblemInvalidKey, runs: 0},
+				{req: v2Req("POST", "/orders", "k-1,k-1", body), status: 400, problem: idemlambda.ProblemInvalidKey, runs: 0},
 			},
 		},
 		{
@@ -188,7 +200,7 @@ func TestHTTPAPI(t *testing.T) {
 			name: "in progress is 409 with Retry-After rounded up",
 			prepare: func(t *testing.T, e *env) {
 				r := v2Req("POST", "/orders", "k-1", body)
-				key, err := idemlambda.HTTPKey("k-1", nil, "POST", "/orders")
+				key, err := idemlambda.HTTPKey("k-1", nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -218,6 +230,30 @@ func TestHTTPAPI(t *testing.T) {
 				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once"}`), status: 503, body: `{"error":"try again"}`, runs: 1},
 				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once"}`), status: 201, body: `{"order_id":"ord-2"}`, runs: 2},
 				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once"}`), status: 201, body: `{"order_id":"ord-2"}`, replayed: true, runs: 2},
+			},
+		},
+		{
+			name: "429 is not stored: the retry after Retry-After runs again",
+			steps: []step{
+				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once","once_status":429}`), status: 429, body: `{"error":"try again"}`, retry: "7", runs: 1},
+				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once","once_status":429}`), status: 201, body: `{"order_id":"ord-2"}`, runs: 2},
+				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once","once_status":429}`), status: 201, body: `{"order_id":"ord-2"}`, replayed: true, runs: 2},
+			},
+		},
+		{
+			name: "408 is not stored: the retry runs again",
+			steps: []step{
+				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once","once_status":408}`), status: 408, body: `{"error":"try again"}`, retry: "7", runs: 1},
+				{req: v2Req("POST", "/orders", "k-1", `{"fail":"once","once_status":408}`), status: 201, body: `{"order_id":"ord-2"}`, runs: 2},
+			},
+		},
+		{
+			name:    "429 retries use up the attempts like 5xx",
+			runOpts: []idem.Option{idem.WithMaxAttempts(2)},
+			steps: []step{
+				{req: v2Req("POST", "/orders", "k-1", `{"status":429}`), status: 429, body: `{"order_id":"ord-1"}`, runs: 1},
+				{req: v2Req("POST", "/orders", "k-1", `{"status":429}`), status: 429, body: `{"order_id":"ord-2"}`, runs: 2},
+				{req: v2Req("POST", "/orders", "k-1", `{"status":429}`), status: 500, problem: idemlambda.ProblemRetriesExhausted, runs: 2},
 			},
 		},
 		{
@@ -483,6 +519,9 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 		{"multi value wins", map[string]string{"Idempotency-Key": "a"}, map[string][]string{"Idempotency-Key": {"a"}}, "a", true, false},
 		{"two values", nil, map[string][]string{"Idempotency-Key": {"a", "b"}}, "", true, true},
 		{"two spellings", map[string]string{"Idempotency-Key": "a", "idempotency-key": "b"}, nil, "", true, true},
+		{"comma-joined values", map[string]string{"idempotency-key": "a,b"}, nil, "", true, true},
+		{"comma in a multi value", nil, map[string][]string{"Idempotency-Key": {"a,b"}}, "", true, true},
+		{"comma-joined quoted values", map[string]string{"idempotency-key": `"a","b"`}, nil, "", true, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -547,6 +586,39 @@ func TestRequestPayload(t *testing.T) {
 	if _, err := idemlambda.RequestPayload("POST", "/x", "not base64!", true); !errors.Is(err, idem.ErrInvalidPayload) {
 		t.Errorf("bad base64: err = %v want ErrInvalidPayload", err)
 	}
+	deep := strings.Repeat("[", idemlambda.MaxBodyDepth+1) + strings.Repeat("]", idemlambda.MaxBodyDepth+1)
+	if _, err := idemlambda.RequestPayload("POST", "/x", deep, false); !errors.Is(err, idem.ErrInvalidPayload) {
+		t.Errorf("too deep: err = %v want ErrInvalidPayload", err)
+	}
+}
+
+func TestDecodeBody(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		body    string
+		b64     bool
+		want    string
+		wantErr bool
+	}{
+		{"plain", `{"a":1}`, false, `{"a":1}`, false},
+		{"plain that looks like base64", "eyJhIjoxfQ==", false, "eyJhIjoxfQ==", false},
+		{"base64", "eyJhIjoxfQ==", true, `{"a":1}`, false},
+		{"empty base64", "", true, "", false},
+		{"bad base64", "%%%", true, "", true},
+		{"unpadded base64", "eyJhIjoxfQ", true, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := idemlambda.DecodeBody(tc.body, tc.b64)
+			if string(got) != tc.want || (err != nil) != tc.wantErr {
+				t.Fatalf("= %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
+			}
+			if err != nil && !errors.Is(err, idem.ErrInvalidPayload) {
+				t.Fatalf("error %v does not wrap ErrInvalidPayload", err)
+			}
+		})
+	}
 }
 
 func TestHTTPOptionErrors(t *testing.T) {
@@ -567,5 +639,33 @@ func TestHTTPOptionErrors(t *testing.T) {
 	}
 	if _, err := idemlambda.FunctionURL(e.runner, nil); err == nil {
 		t.Error("nil function URL handler accepted")
+	}
+}
+
+func TestFunctionURLCommaJoinedKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var runs counter
+	handle, err := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (idemlambda.Response, error) {
+		return idemlambda.Response{Body: fmt.Sprintf("run %d", runs.inc("all"))}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A function URL joins a repeated header's values with commas.
+	req := events.LambdaFunctionURLRequest{
+		Version: "2.0", RawPath: "/pay", Headers: map[string]string{"idempotency-key": "pay-1,pay-2"}, Body: `{"cents":100}`,
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "POST", Path: "/pay"}},
+	}
+	resp, err := handle(e.ctx(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || runs.get("all") != 0 {
+		t.Fatalf("got %d %s, handler ran %d times; want 400 and no run", resp.StatusCode, resp.Body, runs.get("all"))
+	}
+	var p idemlambda.Problem
+	if err := json.Unmarshal([]byte(resp.Body), &p); err != nil || p.Type != idemlambda.ProblemTypeBase+idemlambda.ProblemInvalidKey {
+		t.Fatalf("problem %s: %v", resp.Body, err)
 	}
 }

@@ -352,7 +352,7 @@ func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, key string,
 		}
 	}()
 	out, err := w.runner.Do(ctx, key, sqsPayload(msg.Body), func(ctx context.Context) ([]byte, error) {
-		return w.handler(ctx, msg)
+		return w.handler(withStoredKey(ctx, key), msg)
 	})
 	decision, permanent := sqsVerdict(out, err)
 	report = !permanent && err != nil && decision != "outcome_not_recorded"

@@ -61,7 +61,7 @@ func Typed[In, Out any](runner *idem.Runner, keyFn func(In) (string, error), han
 		}
 		var fresh *Out
 		out, err := runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
-			o, herr := handler(ctx, in)
+			o, herr := handler(withStoredKey(ctx, key), in)
 			if herr != nil {
 				return nil, herr
 			}

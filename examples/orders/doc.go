@@ -2,19 +2,23 @@
 // the wrappers of github.com/idemgo/idem/lambda over the DynamoDB store.
 //
 //   - orders-api (cmd/orders-api): POST /orders behind an API Gateway HTTP
-//     API. It creates an order (one item in the orders table, under a new
-//     random order id per real execution) and sends an OrderPlaced message
-//     to the orders queue. Keyed by the Idempotency-Key header: a retried
-//     request gets the first response back, marked Idempotent-Replayed.
+//     API. It creates an order (one item in the orders table, under an
+//     order id derived from the request's stored idempotency key, OrderID)
+//     and sends an OrderPlaced message to the orders queue. Keyed by the
+//     Idempotency-Key header: a retried request gets the first response
+//     back, marked Idempotent-Replayed. A request that failed after its
+//     order was written (the message could not be sent) runs again on the
+//     client's retry and writes the same order, not a second one.
 //   - orders-consumer (cmd/orders-consumer): consumes the orders queue and
 //     appends one ledger entry per OrderPlaced event (a new random entry id
 //     per real execution), keyed by the event's event_id. Permanent
 //     failures are reported for redelivery so that the queue's redrive
 //     policy moves them to its dead-letter queue.
 //
-// Because every real execution writes an item under a new random id, a
-// duplicate execution would show as an extra item: the end-to-end tests
-// (test/e2e) and the demo (cmd/demo) count items to prove there is none.
+// A duplicate execution would show as an extra OrderPlaced message (the
+// API) or an extra ledger entry (the consumer, which writes each under a new
+// random id): the end-to-end tests (test/e2e) and the demo (cmd/demo) count
+// them to prove there is none.
 //
 // The functions read their configuration from the environment variables
 // named by the Env* constants (APIEnv and ConsumerEnv list which function

@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -100,14 +101,25 @@ func placeOrder(ctx context.Context, d Deps, req events.APIGatewayV2HTTPRequest)
 			return jsonResponse(code, map[string]string{"error": "test hook: failing with " + strconv.Itoa(code)}), nil
 		}
 	}
+	body, err := idemlambda.DecodeBody(req.Body, req.IsBase64Encoded)
+	if err != nil { // the wrapper refuses such a body before the handler runs
+		return jsonResponse(http.StatusBadRequest, map[string]string{"error": "body is not valid base64"}), nil
+	}
 	var in PlaceOrder
-	if err := json.Unmarshal([]byte(req.Body), &in); err != nil {
+	if err := json.Unmarshal(body, &in); err != nil {
 		return jsonResponse(http.StatusBadRequest, map[string]string{"error": "body is not a JSON order: " + err.Error()}), nil
 	}
 	if msg := in.validate(); msg != "" {
 		return jsonResponse(http.StatusBadRequest, map[string]string{"error": msg}), nil
 	}
-	o := Order{OrderID: NewID("ord_"), CustomerID: in.CustomerID, Items: in.Items, PlacedAt: time.Now().UTC()}
+	key, ok := idemlambda.StoredKey(ctx)
+	if !ok {
+		return idemlambda.Response{}, errors.New("orders: no idempotency key in the handler's context")
+	}
+	// The order id comes from the request's key, not from a random draw: a
+	// run repeated after a failure (the message not sent, say) writes the
+	// same order again instead of a second one, and sends the same event id.
+	o := Order{OrderID: OrderID(key), CustomerID: in.CustomerID, Items: in.Items, PlacedAt: time.Now().UTC()}
 	for _, it := range in.Items {
 		o.AmountCents += it.Qty * it.PriceCents
 	}
@@ -207,6 +219,14 @@ func appendLedger(ctx context.Context, d Deps, msg events.SQSMessage) ([]byte, e
 		return nil, err
 	}
 	return json.Marshal(map[string]string{"entry_id": e.EntryID})
+}
+
+// OrderID returns the id of the order placed by the request whose stored
+// idempotency key (idemlambda.StoredKey) is key: "ord_" and 16 hex digits of
+// a hash of the key, the same on every run of that request.
+func OrderID(key string) string {
+	sum := sha256.Sum256([]byte("order\n" + key))
+	return "ord_" + hex.EncodeToString(sum[:8])
 }
 
 // NewID returns prefix followed by 16 random hex digits.

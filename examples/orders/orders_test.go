@@ -2,12 +2,19 @@ package orders_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/examples/orders"
@@ -154,5 +161,109 @@ func TestConfigFromEnv(t *testing.T) {
 	env[orders.EnvLeaseMargin] = "soon"
 	if _, err := orders.ConfigFromEnv(func(k string) string { return env[k] }, orders.ConsumerEnv); err == nil {
 		t.Error("a bad duration was accepted")
+	}
+}
+
+// flakyPublisher fails its first Publish, after the order was written.
+type flakyPublisher struct {
+	orders.MemoryQueue
+	mu    sync.Mutex
+	calls int
+}
+
+func (p *flakyPublisher) Publish(ctx context.Context, ev orders.OrderPlaced) error {
+	p.mu.Lock()
+	p.calls++
+	first := p.calls == 1
+	p.mu.Unlock()
+	if first {
+		return errors.New("queue unavailable")
+	}
+	return p.MemoryQueue.Publish(ctx, ev)
+}
+
+func TestAPIRetryAfterPublishFailureWritesOneOrder(t *testing.T) {
+	t.Parallel()
+	tables, queue := &orders.MemoryTables{}, &flakyPublisher{}
+	api, err := orders.NewAPI(orders.Deps{Store: memstore.New(), Orders: tables, Publisher: queue, RunnerOptions: []idem.Option{idem.WithRetry(1, 0, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := api(ctx(t), apiRequest("key-pub", order, nil))
+	second, _ := api(ctx(t), apiRequest("key-pub", order, nil))
+	if first.StatusCode != 500 || second.StatusCode != 201 {
+		t.Fatalf("got %d %s then %d %s; want 500 then 201", first.StatusCode, first.Body, second.StatusCode, second.Body)
+	}
+	var p orders.Placed
+	if err := json.Unmarshal([]byte(second.Body), &p); err != nil {
+		t.Fatal(err)
+	}
+	if got := tables.Orders(); len(got) != 1 || got[0].OrderID != p.OrderID {
+		t.Fatalf("orders %+v, want the one order %s", got, p.OrderID)
+	}
+	if msgs := queue.Receive(queueARN); len(msgs) != 1 || !strings.Contains(msgs[0].Body, p.OrderID) {
+		t.Fatalf("queue holds %v, want one OrderPlaced for %s", msgs, p.OrderID)
+	}
+}
+
+func TestAPIBase64Body(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := apiRequest("key-b64", base64.StdEncoding.EncodeToString([]byte(order)), nil)
+	req.IsBase64Encoded = true
+	r, _ := f.api(ctx(t), req)
+	if r.StatusCode != 201 {
+		t.Fatalf("base64 order: %d %s, want 201", r.StatusCode, r.Body)
+	}
+	if got := len(f.tables.Orders()); got != 1 {
+		t.Errorf("%d orders, want 1", got)
+	}
+	// The same order sent as plain JSON with the same key is the same request.
+	if r, _ := f.api(ctx(t), apiRequest("key-b64", order, nil)); r.StatusCode != 201 || r.Headers[idemlambda.HeaderReplayed] != "true" {
+		t.Errorf("plain retry: %d %v %s, want a replayed 201", r.StatusCode, r.Headers, r.Body)
+	}
+	bad := apiRequest("key-b64-bad", "%%% not base64", nil)
+	bad.IsBase64Encoded = true
+	r, _ = f.api(ctx(t), bad)
+	if r.StatusCode != 400 || !strings.HasSuffix(problemType(r.Body), idemlambda.ProblemInvalidBody) {
+		t.Errorf("bad base64: %d %s, want 400 %s", r.StatusCode, r.Body, idemlambda.ProblemInvalidBody)
+	}
+}
+
+func problemType(body string) string {
+	var p idemlambda.Problem
+	_ = json.Unmarshal([]byte(body), &p)
+	return p.Type
+}
+
+// conditionFails is a DynamoDB client whose every conditional put fails, as
+// it does when the item exists.
+type conditionFails struct{ calls int }
+
+func (c *conditionFails) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.calls++
+	return nil, &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}}
+}
+
+func TestDynamoTablesExistingItems(t *testing.T) {
+	t.Parallel()
+	db := &conditionFails{}
+	tables := orders.DynamoTables{Client: db, OrdersTable: "orders", LedgerTable: "ledger"}
+	if err := tables.PutOrder(ctx(t), orders.Order{OrderID: orders.OrderID("k")}); err != nil {
+		t.Errorf("PutOrder over its own existing order: %v, want success", err)
+	}
+	if err := tables.Append(ctx(t), orders.Entry{EntryID: "ent_1"}); err == nil {
+		t.Error("Append over an existing entry succeeded, want an error")
+	}
+	if db.calls != 2 {
+		t.Errorf("%d PutItem calls, want 2", db.calls)
+	}
+}
+
+func TestOrderID(t *testing.T) {
+	t.Parallel()
+	a, b := orders.OrderID("sha256:aa"), orders.OrderID("sha256:ab")
+	if a != orders.OrderID("sha256:aa") || a == b || len(a) != len("ord_")+16 || !strings.HasPrefix(a, "ord_") {
+		t.Errorf("OrderID: %q, %q", a, b)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -21,7 +22,7 @@ import (
 
 // Order is one item of the orders table.
 type Order struct {
-	OrderID     string    `json:"order_id"`     // OrderID is "ord_" and 16 random hex digits, new per execution.
+	OrderID     string    `json:"order_id"`     // OrderID is "ord_" and 16 hex digits derived from the request's idempotency key (OrderID).
 	CustomerID  string    `json:"customer_id"`  // CustomerID is the ordering customer.
 	AmountCents int64     `json:"amount_cents"` // AmountCents is the sum of the items' qty × price.
 	Items       []Item    `json:"items"`        // Items are the order's lines.
@@ -49,7 +50,7 @@ type Entry struct {
 // (one per order): the consumer's idempotency key comes from it.
 type OrderPlaced struct {
 	Type        string `json:"type"`         // Type is always "OrderPlaced".
-	EventID     string `json:"event_id"`     // EventID is "evt_" and the order id's random part.
+	EventID     string `json:"event_id"`     // EventID is "evt_" and the order id's hex digits.
 	OrderID     string `json:"order_id"`     // OrderID is the order placed.
 	CustomerID  string `json:"customer_id"`  // CustomerID is the ordering customer.
 	AmountCents int64  `json:"amount_cents"` // AmountCents is the order's amount.
@@ -61,7 +62,10 @@ type OrderPlaced struct {
 
 // Orders stores orders. Implementations are safe for concurrent use.
 type Orders interface {
-	// PutOrder writes a new order; an existing order id is an error.
+	// PutOrder writes a new order. If an order with its id exists, it is
+	// kept as it is and PutOrder succeeds: the id is derived from the
+	// request's idempotency key, so an existing order is this request's own,
+	// written by an earlier run that failed later (an idempotent put).
 	PutOrder(ctx context.Context, o Order) error
 }
 
@@ -92,19 +96,24 @@ type DynamoTables struct {
 	LedgerTable string      // LedgerTable is the ledger table's name.
 }
 
-// PutOrder implements Orders with a conditional PutItem.
+// PutOrder implements Orders with a conditional PutItem; a failed condition
+// (the order exists) is success.
 func (t DynamoTables) PutOrder(ctx context.Context, o Order) error {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
 		return err
 	}
-	return t.put(ctx, t.OrdersTable, OrdersKeyAttr, map[string]types.AttributeValue{
+	err = t.put(ctx, t.OrdersTable, OrdersKeyAttr, map[string]types.AttributeValue{
 		OrdersKeyAttr:  &types.AttributeValueMemberS{Value: o.OrderID},
 		"customer_id":  &types.AttributeValueMemberS{Value: o.CustomerID},
 		"amount_cents": &types.AttributeValueMemberN{Value: strconv.FormatInt(o.AmountCents, 10)},
 		"items":        &types.AttributeValueMemberS{Value: string(items)},
 		"placed_at":    &types.AttributeValueMemberS{Value: o.PlacedAt.UTC().Format(time.RFC3339Nano)},
 	})
+	if ccf := (*types.ConditionalCheckFailedException)(nil); errors.As(err, &ccf) {
+		return nil
+	}
+	return err
 }
 
 // Append implements Ledger with a conditional PutItem.
@@ -144,7 +153,7 @@ func (m *MemoryTables) PutOrder(ctx context.Context, o Order) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.orders[o.OrderID]; ok {
-		return fmt.Errorf("orders: order %s exists", o.OrderID)
+		return nil // kept as it is: see Orders
 	}
 	if m.orders == nil {
 		m.orders = map[string]Order{}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -103,7 +104,7 @@ func TestAPI(t *testing.T) {
 
 	// 409: a request still in flight in sandbox a; its duplicate reaches b.
 	const slowKey = "0b5a3f4e-3333-4c2e-9d1a-000000000003"
-	key, err := idemlambda.HTTPKey(slowKey, nil, "POST", "/orders")
+	key, err := idemlambda.HTTPKey(slowKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +169,45 @@ func TestAPI(t *testing.T) {
 	slices.Sort(ledgerOrders)
 	if !slices.Equal(ledgerOrders, want) {
 		t.Errorf("ledger orders = %v, want one entry for each of %v", ledgerOrders, want)
+	}
+}
+
+// A request whose OrderPlaced message could not be sent after its order was
+// written is retried by the client: the retry writes the same order again
+// (no second item) and sends the message once. A base64 body (as an HTTP API
+// delivers a binary media type) is an order like any other.
+func TestAPIRetryAfterPublishFailureAndBase64Body(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	a := s.start("orders-api")
+
+	const key = "0b5a3f4e-4444-4c2e-9d1a-000000000004"
+	s.sqs.refuseNext(1)
+	wantProblem(t, "publish fails", s.http(a, apiEvent(key, orderBody, nil)), 500, idemlambda.ProblemInternal)
+	retried := s.http(a, apiEvent(key, orderBody, nil))
+	if retried.StatusCode != 201 || retried.Headers[idemlambda.HeaderReplayed] != "" {
+		t.Fatalf("retry after the failed publish: %d %v %s; want a fresh 201", retried.StatusCode, retried.Headers, retried.Body)
+	}
+	id := orderID(t, retried)
+
+	b64 := apiEvent("0b5a3f4e-5555-4c2e-9d1a-000000000005", base64.StdEncoding.EncodeToString([]byte(orderBody)), map[string]string{"content-type": "application/octet-stream"})
+	b64.IsBase64Encoded = true
+	placed := s.http(a, b64)
+	if placed.StatusCode != 201 {
+		t.Fatalf("base64 order: %d %s", placed.StatusCode, placed.Body)
+	}
+	want := []string{id, orderID(t, placed)}
+	slices.Sort(want)
+
+	var ids []string
+	for _, it := range s.scan(s.ordersTable) {
+		ids = append(ids, it[orders.OrdersKeyAttr])
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, want) {
+		t.Errorf("orders table = %v, want %v", ids, want)
+	}
+	if sent := s.sqs.bodies(); len(sent) != 2 || !strings.Contains(sent[0], id) {
+		t.Errorf("sent %v, want one OrderPlaced for %s, then one for the base64 order", sent, id)
 	}
 }

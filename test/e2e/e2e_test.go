@@ -279,11 +279,13 @@ func record(msgID, body string, receives int) events.SQSMessage {
 }
 
 // fakeSQS answers SendMessage (JSON protocol) on 127.0.0.1 and keeps the
-// bodies sent, in order.
+// bodies sent, in order. While refuse is above zero, it refuses a send with
+// a non-retryable error instead, and counts refuse down.
 type fakeSQS struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	sent []string
+	srv    *httptest.Server
+	mu     sync.Mutex
+	sent   []string
+	refuse int
 }
 
 func newFakeSQS(t *testing.T) *fakeSQS {
@@ -299,6 +301,14 @@ func newFakeSQS(t *testing.T) *fakeSQS {
 			return
 		}
 		f.mu.Lock()
+		if f.refuse > 0 {
+			f.refuse--
+			f.mu.Unlock()
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"The specified queue does not exist."}`)
+			return
+		}
 		f.sent = append(f.sent, in.MessageBody)
 		n := len(f.sent)
 		f.mu.Unlock()
@@ -308,6 +318,13 @@ func newFakeSQS(t *testing.T) *fakeSQS {
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// refuseNext makes the next n sends fail.
+func (f *fakeSQS) refuseNext(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse = n
 }
 
 func (f *fakeSQS) bodies() []string {
