@@ -1,0 +1,115 @@
+// Package sim is a deterministic simulation of idem's runner over a shared
+// store, in the style of FoundationDB's and TigerBeetle's simulators: many
+// processes run the real idem.Runner against one store while a seeded
+// scheduler decides every interleaving, every delay and every fault, and a
+// shadow model checks invariants at every step. Run(cfg) makes one run; the
+// same Config makes the same run, step for step (Result.Hash digests it).
+//
+// # Model
+//
+// A run has services (Config.Services): functions sharing one table, each
+// with its own key prefix, runner options (retention, max attempts,
+// retries, cache, ...), deliveries and handler. A service has sandboxes:
+// processes, each with its own idem.Runner made by idem.New with the
+// service's options plus WithClock (the sandbox's clock), WithSleep (a sleep
+// in simulated time), WithRand (the run's seeded source) and WithTokens
+// (unique tokens from a counter); see runnerOptions. Each sandbox's clock is
+// simulated time skewed by less than half the service's lease margin, so
+// that two clocks differ by less than the margin (the skew a lease allows).
+//
+// Every runner calls the same store: the store under test (Config.NewStore:
+// memstore, or ddbstore on dynalite) wrapped in a fault-injecting idem.Store.
+//
+// Each delivery (one Runner.Do call) runs in its own goroutine, but only one
+// goroutine runs at a time: the scheduler pops the earliest event of a queue
+// ordered by simulated time, then by a random draw, hands control to that
+// event's goroutine over a channel, and waits until the goroutine yields
+// back. The yield points are both legs (request, answer) of every store
+// call, the start and the run of every handler try, and every sleep. Time is
+// a virtual clock the scheduler advances to the next event: store latencies,
+// handler durations and backoff sleeps pass in simulated time, never on the
+// wall clock.
+//
+// Faults (Config.Faults and each Service), all drawn from the seed:
+//   - a process crash at any yield point: before or after a store write (the
+//     write applied, its answer never read), before or during a handler,
+//     during a backoff; the goroutine unwinds with a private panic and does
+//     nothing more;
+//   - a store write applied whose answer is lost: the wrapper calls the
+//     inner store, then returns an error marked with core.MarkTransient;
+//   - throttling (a transient error, not applied) and timeouts (an error
+//     wrapping context.DeadlineExceeded, not applied);
+//   - deadlines: none (the 15-minute default lease), Lambda's (the deadline
+//     on the true clock; the process is killed when it passes, wherever it
+//     is), or a service's request timeout (the deadline on the sandbox's
+//     clock; the context is cancelled when it passes and the process goes
+//     on); and callers that hang up (context.Canceled);
+//   - handler tries of random duration that succeed, fail transiently
+//     (core.MarkTransient, sometimes with a Retry-After) or fail permanently,
+//     heeding their context (a try stops when its context ends and returns
+//     the context's error); optionally some that overrun it (Service.Overrun);
+//   - deliveries at random times over a few keys per service, bursts of
+//     copies within 50 ms, payloads that reuse a key, and redeliveries of
+//     every call that did not end for good (crashed, in progress, failed
+//     transiently, outcome not recorded, store error), as a queue does.
+//
+// # Invariants
+//
+// The wrapper compares each answer of the inner store with a shadow model
+// of the record it must hold for the key; tries, outcomes and lifetimes are
+// tracked beside it. A violation records the seed, the step, the simulated
+// time and the key's last events (Violation.Error prints them).
+//
+//  1. OneSuccess: a success accepted for a key in a record lifetime that
+//     began (a reservation over no record, or a record past retention)
+//     while an earlier success was retained, allowing for clock skew, is a
+//     violation.
+//  2. Fencing: an accepted reservation must be allowed by the Store
+//     contract at the now it was given (no live record; or the decision's
+//     record with an ended lease or a retryable failure), and never replace
+//     an in-progress record whose lease is live, whatever its retention; a
+//     conflict must report the stored record; an accepted completion must
+//     come from the holder of the current lease.
+//  3. NoOverlap: no two handler tries of one key run at the same time (in
+//     true, unskewed time). Handler durations stay below the lease without a
+//     deadline less twice the margin, so a runner that keeps its lease never
+//     overlaps; the one exemption is a try that overran (Service.Overrun)
+//     once it passed the end a heeding try would have had.
+//  4. Outcome: every call ends in a recorded outcome, ErrInProgress,
+//     ErrKeyReused (only if another payload ever held the key),
+//     ErrRetriesExhausted, ErrTransientFailure, a permanent failure (a
+//     replayed one only if one was recorded), ErrOutcomeNotRecorded or
+//     ErrLeaseLost, a store error (injected or the context's), or a crash. A
+//     new result must be one the store accepted from this call; a replayed
+//     result must be one the store accepted for this key and payload.
+//  5. Attempts: the handler tries of a key in one record lifetime, across
+//     deliveries and in-process retries, never exceed the service's maximum
+//     attempts.
+//  6. StoreContract: a write retried after its answer was lost is recognised
+//     (an identical reservation or completion succeeds); a completion from
+//     the holder of a retained record is accepted; a completion of a record
+//     past its retention at the completion's time is refused with
+//     ErrLeaseLost (Config.StoreResolution allows for a store that rounds
+//     retention ends up).
+//  7. Cancellation: a permanent failure is never recorded for a try that
+//     returned its context's error.
+//
+// # Replay
+//
+// A failing test prints the command that replays it, for example
+//
+//	go test ./internal/sim -run '^TestSim$' -sim.seed=1 -sim.n=100000
+//
+// (IDEM_SIM_SEED=1 does the same as -sim.seed). Runs over ddbstore are
+// deterministic too: the scheduler serializes the store calls, so the real
+// I/O only makes them slower.
+//
+// # Not modelled
+//
+// The runner's own wall-clock timer (the 2-second bound on a completion
+// written after the context ended) never fires: contexts the runner derives
+// from a delivery's context are never done in simulated time. The inner
+// store receives a background context: its calls are bounded on the wall
+// clock only. Processes handle any number of deliveries at once, and a crash
+// ends one delivery, not the whole process.
+package sim
