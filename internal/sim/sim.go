@@ -168,10 +168,9 @@ func (s *simulation) addService(sv *service) error {
 // runnerOptions returns the options of a sandbox's runner: the service's
 // own, then the simulation's clock, sleep, randomness and lease tokens.
 func runnerOptions(sv *service, sb *sandbox) []idem.Option {
-	opts := append([]idem.Option(nil), sv.Options...)
-	// TODO: add idem.WithRetryReserve(sv.HandlerMax) once the runner has it:
-	// an in-process retry must then start only if the longest simulated try
-	// still fits before min(deadline, lease end - margin).
+	// An in-process retry starts only if the longest simulated try still
+	// fits before min(deadline, lease end - margin).
+	opts := append([]idem.Option{idem.WithRetryReserve(sv.HandlerMax)}, sv.Options...)
 	return append(opts, idem.WithClock(sb.clock), idem.WithSleep(sb.sleep),
 		idem.WithRand(sb.s.rng.Float64), idem.WithTokens(sb.token))
 }
