@@ -32,14 +32,17 @@ const (
 	InvalidPayload
 	// RetriesExhausted: the key's attempts are used up (ErrRetriesExhausted).
 	RetriesExhausted
-	// FailedPermanently: the handler failed permanently and the failure was
-	// recorded (*FailureError).
+	// FailedPermanently: the handler failed permanently (*FailureError); the
+	// failure was recorded unless the error also wraps
+	// ErrOutcomeNotRecorded.
 	FailedPermanently
-	// FailedTransiently: the handler failed transiently and the failure was
-	// recorded as retryable (ErrTransientFailure): a later delivery runs again.
+	// FailedTransiently: the handler failed transiently (ErrTransientFailure):
+	// the failure was recorded as retryable, or, if that write failed, the
+	// key stays in progress until its lease ends; either way a later
+	// delivery runs again.
 	FailedTransiently
-	// OutcomeNotRecorded: the handler ran but its outcome could not be
-	// recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
+	// OutcomeNotRecorded: the handler succeeded but its success could not
+	// be recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
 	OutcomeNotRecorded
 	// StoreFailed: the store failed before the handler ran; nothing was
 	// recorded and the handler did not run.
@@ -88,15 +91,15 @@ func (v Verdict) Ran() bool {
 
 // VerdictOf returns the verdict an error returned by Runner.Do implies.
 // A nil error implies Executed or Replayed, which only Outcome.Verdict tells
-// apart: VerdictOf(nil) is VerdictUnknown. The checks run in this order, so
-// that a joined error reports its gravest part first.
+// apart: VerdictOf(nil) is VerdictUnknown. A handler failure whose record
+// could not be written keeps its failure's verdict (a transient failure
+// stays one to retry); OutcomeNotRecorded is the verdict of a success that
+// could not be recorded.
 func VerdictOf(err error) Verdict {
 	var fe *FailureError
 	switch {
 	case err == nil:
 		return VerdictUnknown
-	case errors.Is(err, ErrOutcomeNotRecorded) || errors.Is(err, ErrLeaseLost):
-		return OutcomeNotRecorded
 	case errors.Is(err, ErrInvalidKey):
 		return InvalidKey
 	case errors.Is(err, ErrInvalidPayload):
@@ -105,14 +108,16 @@ func VerdictOf(err error) Verdict {
 		return KeyReused
 	case errors.Is(err, ErrInProgress):
 		return InProgress
+	case errors.Is(err, ErrTransientFailure):
+		return FailedTransiently
 	case errors.Is(err, ErrRetriesExhausted):
 		return RetriesExhausted
 	case errors.As(err, &fe) && fe.Replayed:
 		return ReplayedFailure
 	case errors.As(err, &fe):
 		return FailedPermanently
-	case errors.Is(err, ErrTransientFailure):
-		return FailedTransiently
+	case errors.Is(err, ErrOutcomeNotRecorded) || errors.Is(err, ErrLeaseLost):
+		return OutcomeNotRecorded
 	}
 	return StoreFailed
 }

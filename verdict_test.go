@@ -69,7 +69,8 @@ func TestVerdictOfJoinedAndStoreErrors(t *testing.T) {
 	}{
 		{"nil", nil, idem.VerdictUnknown},
 		{"in progress", &idem.InProgressError{}, idem.InProgress},
-		{"not recorded wins over a failure", errors.Join(&idem.FailureError{Message: "x"}, idem.ErrOutcomeNotRecorded), idem.OutcomeNotRecorded},
+		{"a failure keeps its verdict when not recorded", errors.Join(&idem.FailureError{Message: "x"}, idem.ErrOutcomeNotRecorded), idem.FailedPermanently},
+		{"a transient failure stays transient when not recorded", errors.Join(fmt.Errorf("%w: busy", idem.ErrTransientFailure), idem.ErrOutcomeNotRecorded), idem.FailedTransiently},
 		{"lease lost", fmt.Errorf("wrapped: %w", idem.ErrLeaseLost), idem.OutcomeNotRecorded},
 		{"store error", core.MarkTransient(errors.New("throttled")), idem.StoreFailed},
 	} {

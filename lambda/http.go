@@ -456,13 +456,10 @@ func newHTTPWrapper(runner *idem.Runner, hasHandler bool, opts []Option) (*httpW
 	return &httpWrapper{runner: runner, cfg: cfg}, nil
 }
 
-// errRetryableResponse marks a response that is not stored (see
-// retryableStatus) for the runner: transient, so the key stays open for the
-// client's retry, and with a least delay no deadline allows, so the runner
-// does not retry it in-process (the client does).
+// errRetryableResponse is the handler failure recorded for a response that
+// is not stored (see retryableStatus), marked core.MarkRetryLater: the key
+// stays open for the client's own retry, and the runner does not retry it.
 var errRetryableResponse = errors.New("idemlambda: handler answered a status the client retries")
-
-const noInProcessRetry = 100 * 365 * 24 * time.Hour
 
 // retryableStatus reports whether a handler's response is returned to the
 // client but not stored: a server error (500 or more), 408 Request Timeout
@@ -487,33 +484,30 @@ func (w *httpWrapper) serve(ctx context.Context, req httpRequest, run func(conte
 		resp = normalize(resp)
 		fresh = &resp
 		if retryableStatus(resp.StatusCode) {
-			return nil, core.MarkTransientAfter(fmt.Errorf("%w: status %d", errRetryableResponse, resp.StatusCode), noInProcessRetry)
+			return nil, core.MarkRetryLater(fmt.Errorf("%w: status %d", errRetryableResponse, resp.StatusCode))
 		}
 		b, merr := json.Marshal(resp)
 		if merr != nil { // a Response always marshals
-			return nil, core.MarkTransientAfter(merr, noInProcessRetry)
+			return nil, core.MarkRetryLater(merr)
 		}
 		return b, nil
 	})
 	if fresh != nil {
 		// The handler ran in this call: its response is the truth, whether
 		// or not its outcome could be recorded (a failed record is logged).
-		decision, level := "executed", slog.LevelInfo
-		switch {
-		case retryableStatus(fresh.StatusCode):
-			decision, level = "retryable_status_not_stored", slog.LevelWarn
-		case err != nil:
-			decision, level = "outcome_not_recorded", slog.LevelWarn
+		level := slog.LevelInfo
+		if err != nil {
+			level = slog.LevelWarn
 		}
-		w.log(ctx, level, req, key, decision, fresh.StatusCode, out, err)
+		w.log(ctx, level, req, key, out.Verdict.String(), fresh.StatusCode, out, err)
 		return *fresh
 	}
-	resp, decision, err := w.answer(out, err)
+	resp, err := w.answer(out, err)
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelWarn
 	}
-	w.log(ctx, level, req, key, decision, resp.StatusCode, out, err)
+	w.log(ctx, level, req, key, out.Verdict.String(), resp.StatusCode, out, err)
 	return resp
 }
 
@@ -555,49 +549,56 @@ func (w *httpWrapper) admit(ctx context.Context, req httpRequest, run func(conte
 }
 
 // answer maps the runner's answer, for a call whose handler did not run in
-// it, to the response, the logged decision and the logged error.
-func (w *httpWrapper) answer(out idem.Outcome, err error) (Response, string, error) {
-	var ipe *idem.InProgressError
-	var fe *idem.FailureError
-	switch {
-	case err == nil && out.ResultOmitted:
-		resp := problem(http.StatusInternalServerError, ProblemResponseOmitted, "Response cannot be replayed",
-			"This request succeeded earlier, but its response was too large to keep.")
-		resp.Headers[HeaderReplayed] = "true"
-		return resp, "replay_omitted", nil
-	case err == nil:
-		var resp Response
-		if uerr := json.Unmarshal(out.Result, &resp); uerr != nil {
-			return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""), "replay_corrupt",
-				fmt.Errorf("idemlambda: stored response does not decode: %w", uerr)
-		}
-		resp = normalize(resp)
-		resp.Headers = cloneHeaders(resp.Headers)
-		resp.Headers[HeaderReplayed] = "true"
-		return resp, "replayed", nil
-	case errors.As(err, &ipe):
+// it, to the response (the HTTP status table of the package documentation)
+// and the error to log.
+func (w *httpWrapper) answer(out idem.Outcome, err error) (Response, error) {
+	switch out.Verdict {
+	case idem.Replayed:
+		return w.replay(out)
+	case idem.InProgress:
+		var ipe *idem.InProgressError
+		errors.As(err, &ipe)
 		resp := problem(http.StatusConflict, ProblemInProgress, "Request in progress",
 			"A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After.")
 		resp.Headers["Retry-After"] = strconv.Itoa(retryAfterSeconds(ipe.RetryAt, w.cfg.now()))
-		return resp, "in_progress", err
-	case errors.Is(err, idem.ErrKeyReused):
+		return resp, err
+	case idem.KeyReused:
 		return problem(http.StatusUnprocessableEntity, ProblemKeyReused, "Idempotency-Key reused",
-			"This Idempotency-Key was used with another request (method, path or body). Use a new key for a new request."), "key_reused", err
-	case errors.Is(err, idem.ErrRetriesExhausted):
+			"This Idempotency-Key was used with another request (method, path or body). Use a new key for a new request."), err
+	case idem.RetriesExhausted:
 		return problem(http.StatusInternalServerError, ProblemRetriesExhausted, "Retries exhausted",
-			"Requests with this Idempotency-Key failed with errors to retry (5xx, 408, 429) too often; it will not run again. Use a new key."), "retries_exhausted", err
-	case errors.As(err, &fe):
-		return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""), "replayed_permanent_failure", err
-	case errors.Is(err, idem.ErrInvalidKey):
-		return problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error()), "invalid_key", err
-	case errors.Is(err, idem.ErrInvalidPayload):
-		return problem(http.StatusBadRequest, ProblemInvalidBody, "Invalid request body", err.Error()), "invalid_body", err
-	case core.Classify(err, core.DefaultClassifiers...) == core.Transient:
-		resp := problem(http.StatusServiceUnavailable, ProblemStoreUnavailable, "Service unavailable", "The idempotency store failed; retry.")
-		resp.Headers["Retry-After"] = "1"
-		return resp, "store_error", err
+			"Requests with this Idempotency-Key failed with errors to retry (5xx, 408, 429) too often; it will not run again. Use a new key."), err
+	case idem.InvalidKey:
+		return problem(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", err.Error()), err
+	case idem.InvalidPayload:
+		return problem(http.StatusBadRequest, ProblemInvalidBody, "Invalid request body", err.Error()), err
+	case idem.StoreFailed, idem.FailedTransiently:
+		if core.Classify(err, core.DefaultClassifiers...) == core.Transient {
+			resp := problem(http.StatusServiceUnavailable, ProblemStoreUnavailable, "Service unavailable", "The idempotency store failed; retry.")
+			resp.Headers["Retry-After"] = "1"
+			return resp, err
+		}
 	}
-	return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""), "store_error", err
+	return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""), err
+}
+
+// replay is the stored response, marked as replayed.
+func (w *httpWrapper) replay(out idem.Outcome) (Response, error) {
+	if out.ResultOmitted {
+		resp := problem(http.StatusInternalServerError, ProblemResponseOmitted, "Response cannot be replayed",
+			"This request succeeded earlier, but its response was too large to keep.")
+		resp.Headers[HeaderReplayed] = "true"
+		return resp, nil
+	}
+	var resp Response
+	if err := json.Unmarshal(out.Result, &resp); err != nil {
+		return problem(http.StatusInternalServerError, ProblemInternal, "Internal error", ""),
+			fmt.Errorf("idemlambda: stored response does not decode: %w", err)
+	}
+	resp = normalize(resp)
+	resp.Headers = cloneHeaders(resp.Headers)
+	resp.Headers[HeaderReplayed] = "true"
+	return resp, nil
 }
 
 func normalize(r Response) Response {
@@ -642,7 +643,7 @@ func (w *httpWrapper) log(ctx context.Context, level slog.Level, req httpRequest
 		slog.String("wrapper", "http"),
 		slog.String("method", req.method),
 		slog.String("path", req.path),
-		slog.String("decision", decision),
+		slog.String("verdict", decision),
 		slog.Int("status", status),
 	}
 	if len(req.identity) > 0 {

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/awsclassify"
 	"github.com/idemgo/idem/core"
 )
 
@@ -253,72 +253,24 @@ func IsFIFO(ev events.SQSEvent) bool {
 
 func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	n := len(ev.Records)
-	if n == 0 {
-		return resp, nil
-	}
-	keys := make([]string, n)
-	keyErrs := make([]error, n)
-	locks := make(map[string]*sync.Mutex, n)
+	keys := make([]string, len(ev.Records))
+	keyErrs := make([]error, len(ev.Records))
+	items := make([]batchItem, len(ev.Records))
 	for i, m := range ev.Records {
 		keys[i], keyErrs[i] = SQSKey(w.source, w.action, m)
-		if keyErrs[i] == nil && locks[keys[i]] == nil {
-			locks[keys[i]] = new(sync.Mutex)
-		}
+		items[i] = batchItem{key: keys[i], lane: m.Attributes["MessageGroupId"]}
 	}
-	fifo := IsFIFO(ev)
-	var lanes [][]int
-	if fifo {
-		byGroup := map[string]int{}
-		for i, m := range ev.Records {
-			g := m.Attributes["MessageGroupId"]
-			l, ok := byGroup[g]
-			if !ok {
-				l = len(lanes)
-				byGroup[g] = l
-				lanes = append(lanes, nil)
-			}
-			lanes[l] = append(lanes[l], i)
-		}
-	} else {
-		for i := range ev.Records {
-			lanes = append(lanes, []int{i})
-		}
-	}
-
-	reported := make([]bool, n) // each index is written by one goroutine only
-	sem := make(chan struct{}, w.cfg.concurrency)
-	var wg sync.WaitGroup
-	for _, lane := range lanes {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			for j, i := range lane {
-				var lock *sync.Mutex
-				if keyErrs[i] == nil {
-					lock = locks[keys[i]]
-				}
-				if !w.one(ctx, ev.Records[i], keys[i], keyErrs[i], lock) {
-					continue
-				}
-				reported[i] = true
-				if fifo {
-					for _, k := range lane[j+1:] {
-						reported[k] = true
-						w.log(ctx, slog.LevelWarn, ev.Records[k], keys[k], "skipped_after_group_failure", idem.Outcome{}, true, nil,
-							slog.String("message_group_id", ev.Records[k].Attributes["MessageGroupId"]))
-					}
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for i, m := range ev.Records {
-		if reported[i] {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: IsFIFO(ev), now: w.cfg.now}
+	states := runBatch(ctx, items, pol, func(ctx context.Context, i int) bool {
+		return w.one(ctx, ev.Records[i], keys[i], keyErrs[i])
+	}, func(i int, reason error) {
+		m := ev.Records[i]
+		w.log(ctx, slog.LevelWarn, m, keys[i], "not_processed", idem.Outcome{}, true, reason,
+			slog.String("message_group_id", m.Attributes["MessageGroupId"]))
+	})
+	for i, st := range states {
+		if st != itemDone {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 		}
 	}
 	return resp, nil
@@ -326,78 +278,43 @@ func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 // one processes a message and reports whether it goes into the batch item
 // failures.
-func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, key string, keyErr error, lock *sync.Mutex) (report bool) {
+func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, key string, keyErr error) (report bool) {
 	if keyErr != nil {
-		w.log(ctx, slog.LevelWarn, msg, "", "invalid_key", idem.Outcome{}, w.cfg.toDLQ, keyErr,
+		w.log(ctx, slog.LevelWarn, msg, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, keyErr,
 			slog.String("key_source", w.source.name))
 		return w.cfg.toDLQ
 	}
-	lock.Lock()
-	defer lock.Unlock()
-	if err := ctx.Err(); err != nil {
-		w.log(ctx, slog.LevelWarn, msg, key, "not_started", idem.Outcome{}, true, err)
-		return true
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		if left := deadline.Sub(w.cfg.now()); left < w.cfg.safetyMargin {
-			w.log(ctx, slog.LevelWarn, msg, key, "not_started", idem.Outcome{}, true, nil,
-				slog.Duration("time_left", left), slog.Duration("safety_margin", w.cfg.safetyMargin))
-			return true
-		}
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			w.log(ctx, slog.LevelError, msg, key, "panic", idem.Outcome{}, true, fmt.Errorf("panic: %v", p))
-			report = true
-		}
-	}()
 	out, err := w.runner.Do(ctx, key, sqsPayload(msg.Body), func(ctx context.Context) ([]byte, error) {
-		return w.handler(withStoredKey(ctx, key), msg)
+		res, err := w.handler(withStoredKey(ctx, key), msg)
+		return res, awsclassify.Mark(err)
 	})
-	decision, permanent := sqsVerdict(out, err)
-	report = !permanent && err != nil && decision != "outcome_not_recorded"
-	if permanent {
-		report = w.cfg.toDLQ
-	}
+	report = batchReport(out.Verdict, w.cfg.toDLQ)
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelWarn
 	}
-	w.log(ctx, level, msg, key, decision, out, report, err)
+	w.log(ctx, level, msg, key, out.Verdict.String(), out, report, err)
 	return report
 }
 
-// sqsVerdict names the decision for a runner's answer and says whether it
-// is permanent (acknowledged, or sent on to the DLQ).
-func sqsVerdict(out idem.Outcome, err error) (decision string, permanent bool) {
-	var ipe *idem.InProgressError
-	var fe *idem.FailureError
-	switch {
-	case err == nil && out.Replayed:
-		return "replayed", false
-	case err == nil:
-		return "succeeded", false
-	case errors.Is(err, idem.ErrKeyReused):
-		return "key_reused", true
-	case errors.Is(err, idem.ErrRetriesExhausted):
-		return "retries_exhausted", true
-	case errors.Is(err, idem.ErrTransientFailure):
-		return "failed_transient", false
-	case errors.As(err, &fe):
-		if fe.Replayed {
-			return "replayed_permanent_failure", true
-		}
-		return "failed_permanent", true
-	case errors.As(err, &ipe):
-		return "in_progress", false
-	case errors.Is(err, idem.ErrOutcomeNotRecorded), errors.Is(err, idem.ErrLeaseLost):
-		// The handler succeeded; only its record is missing. Redelivery
-		// would run it again, so the message is acknowledged.
-		return "outcome_not_recorded", false
-	case errors.Is(err, idem.ErrInvalidKey), errors.Is(err, idem.ErrInvalidPayload):
-		return "invalid_key", true
+// batchReport says whether a record whose call had verdict v is reported
+// for redelivery, for every batch source:
+//   - done (acknowledged): executed, replayed, and a success whose outcome
+//     could not be recorded (redelivering it would run the handler again);
+//   - permanent (acknowledged, or reported with toDLQ so that the queue's
+//     redrive policy moves it on): a new or replayed permanent failure, a
+//     key reused with another payload, retries exhausted, an unusable key
+//     or payload;
+//   - anything else is reported: a transient failure, a store failure, a
+//     key in progress elsewhere, and any verdict this list does not name.
+func batchReport(v idem.Verdict, toDLQ bool) bool {
+	switch v {
+	case idem.Executed, idem.Replayed, idem.OutcomeNotRecorded:
+		return false
+	case idem.FailedPermanently, idem.ReplayedFailure, idem.KeyReused, idem.RetriesExhausted, idem.InvalidKey, idem.InvalidPayload:
+		return toDLQ
 	}
-	return "store_error", false
+	return true
 }
 
 // sqsPayload is the fingerprinted payload of a message: its body if that is
@@ -419,7 +336,7 @@ func (w *sqsWrapper) log(ctx context.Context, level slog.Level, msg events.SQSMe
 		slog.String("wrapper", "sqs"),
 		slog.String("action", w.action),
 		slog.String("message_id", msg.MessageId),
-		slog.String("decision", decision),
+		slog.String("verdict", decision),
 		slog.Bool("reported", reported),
 	}
 	if rc := msg.Attributes["ApproximateReceiveCount"]; rc != "" {

@@ -529,14 +529,14 @@ func TestSQSLogs(t *testing.T) {
 		decision string
 		replayed bool
 		keyHash  string
-	}{{"succeeded", false, idem.HashKey(key)}, {"replayed", true, idem.HashKey(key)}, {"invalid_key", false, ""}}
+	}{{"executed", false, idem.HashKey(key)}, {"replayed", true, idem.HashKey(key)}, {"invalid_key", false, ""}}
 	slices.SortFunc(got[1:], func(a, b map[string]any) int {
 		return strings.Compare(a["message_id"].(string), b["message_id"].(string))
 	})
 	for i, w := range want {
 		r := got[i]
-		if r["decision"] != w.decision || r["replayed"] != w.replayed || (w.keyHash != "" && r["key_hash"] != w.keyHash) {
-			t.Errorf("record %d = %v; want decision %s replayed %v key_hash %q", i, r, w.decision, w.replayed, w.keyHash)
+		if r["verdict"] != w.decision || r["replayed"] != w.replayed || (w.keyHash != "" && r["key_hash"] != w.keyHash) {
+			t.Errorf("record %d = %v; want verdict %s replayed %v key_hash %q", i, r, w.decision, w.replayed, w.keyHash)
 		}
 	}
 	if strings.Contains(buf.String(), "secret-event") || strings.Contains(buf.String(), key) {

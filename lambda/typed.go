@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/awsclassify"
 	"github.com/idemgo/idem/core"
 )
 
@@ -45,58 +46,71 @@ func Typed[In, Out any](runner *idem.Runner, keyFn func(In) (string, error), han
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, in In) (Out, error) {
-		var zero Out
-		key, err := keyFn(in)
-		if err != nil {
-			err = fmt.Errorf("%w: %w: %w", ErrMissingKey, idem.ErrInvalidKey, err)
-			typedLog(ctx, cfg.logger, "", "invalid_key", idem.Outcome{}, err)
-			return zero, err
+	w := &typedWrapper[In, Out]{runner: runner, keyFn: keyFn, handler: handler, cfg: cfg}
+	return w.call, nil
+}
+
+type typedWrapper[In, Out any] struct {
+	runner  *idem.Runner
+	keyFn   func(In) (string, error)
+	handler func(context.Context, In) (Out, error)
+	cfg     config
+}
+
+func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
+	var zero Out
+	key, err := w.keyFn(in)
+	if err != nil {
+		err = fmt.Errorf("%w: %w: %w", ErrMissingKey, idem.ErrInvalidKey, err)
+		typedLog(ctx, w.cfg.logger, "", idem.InvalidKey.String(), idem.Outcome{}, err)
+		return zero, err
+	}
+	payload, err := json.Marshal(in)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", idem.ErrInvalidPayload, err)
+		typedLog(ctx, w.cfg.logger, key, idem.InvalidPayload.String(), idem.Outcome{}, err)
+		return zero, err
+	}
+	var fresh *Out
+	out, err := w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+		o, herr := w.handler(withStoredKey(ctx, key), in)
+		if herr != nil {
+			return nil, awsclassify.Mark(herr)
 		}
-		payload, err := json.Marshal(in)
-		if err != nil {
-			err = fmt.Errorf("%w: %w", idem.ErrInvalidPayload, err)
-			typedLog(ctx, cfg.logger, key, "invalid_payload", idem.Outcome{}, err)
-			return zero, err
+		b, merr := json.Marshal(o)
+		if merr != nil {
+			return nil, core.MarkPermanent(fmt.Errorf("idemlambda: result does not marshal: %w", merr))
 		}
-		var fresh *Out
-		out, err := runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
-			o, herr := handler(withStoredKey(ctx, key), in)
-			if herr != nil {
-				return nil, herr
-			}
-			b, merr := json.Marshal(o)
-			if merr != nil {
-				return nil, core.MarkPermanent(fmt.Errorf("idemlambda: result does not marshal: %w", merr))
-			}
-			fresh = &o
-			return b, nil
-		})
-		switch {
-		case fresh != nil:
-			decision := "executed"
-			if err != nil {
-				decision = "outcome_not_recorded"
-			}
-			typedLog(ctx, cfg.logger, key, decision, out, err)
+		fresh = &o
+		return b, nil
+	})
+	if fresh != nil || err != nil {
+		// The handler's own Out, even when its outcome could not be
+		// recorded; or the runner's error, passed through as it is.
+		typedLog(ctx, w.cfg.logger, key, out.Verdict.String(), out, err)
+		if fresh != nil {
 			return *fresh, err
-		case err != nil:
-			decision, _ := sqsVerdict(out, err)
-			typedLog(ctx, cfg.logger, key, decision, out, err)
-			return zero, err
-		case out.ResultOmitted:
-			typedLog(ctx, cfg.logger, key, "replay_omitted", out, ErrResultOmitted)
-			return zero, ErrResultOmitted
 		}
-		var o Out
-		if err := json.Unmarshal(out.Result, &o); err != nil {
-			err = fmt.Errorf("idemlambda: stored result does not decode into %T: %w", o, err)
-			typedLog(ctx, cfg.logger, key, "replay_corrupt", out, err)
-			return zero, err
-		}
-		typedLog(ctx, cfg.logger, key, "replayed", out, nil)
-		return o, nil
-	}, nil
+		return zero, err
+	}
+	return w.replay(ctx, key, out)
+}
+
+// replay decodes a replayed result.
+func (w *typedWrapper[In, Out]) replay(ctx context.Context, key string, out idem.Outcome) (Out, error) {
+	var o Out
+	if out.ResultOmitted {
+		typedLog(ctx, w.cfg.logger, key, "replay_omitted", out, ErrResultOmitted)
+		return o, ErrResultOmitted
+	}
+	if err := json.Unmarshal(out.Result, &o); err != nil {
+		err = fmt.Errorf("idemlambda: stored result does not decode into %T: %w", o, err)
+		typedLog(ctx, w.cfg.logger, key, "replay_corrupt", out, err)
+		var zero Out
+		return zero, err
+	}
+	typedLog(ctx, w.cfg.logger, key, out.Verdict.String(), out, nil)
+	return o, nil
 }
 
 func typedLog(ctx context.Context, l *slog.Logger, key, decision string, out idem.Outcome, err error) {
@@ -109,7 +123,7 @@ func typedLog(ctx context.Context, l *slog.Logger, key, decision string, out ide
 	}
 	attrs := []slog.Attr{
 		slog.String("wrapper", "typed"),
-		slog.String("decision", decision),
+		slog.String("verdict", decision),
 	}
 	attrs = outcomeAttrs(attrs, key, out, err)
 	l.LogAttrs(ctx, level, "idemlambda", attrs...)

@@ -74,7 +74,7 @@ func TestConsumerPoisonAndTransient(t *testing.T) {
 		t.Errorf("ledger after redelivery = %v", n)
 	}
 	// The poison message's handler ran once: its failure was replayed.
-	if log := fn.Log(); strings.Count(log, "poison message (test hook)\"") < 1 || !strings.Contains(log, `"decision":"replayed_permanent_failure"`) {
+	if log := fn.Log(); strings.Count(log, "poison message (test hook)\"") < 1 || !strings.Contains(log, `"verdict":"replayed_failure"`) {
 		t.Errorf("log lacks the permanent failure and its replay:\n%s", log)
 	}
 }
