@@ -348,7 +348,7 @@ func TestHostileSQS(t *testing.T) {
 				t.Parallel()
 				e := newEnv(t, idem.WithRetry(2, 0, 0))
 				var runs counter
-				var opts []idemlambda.Option
+				var opts []idemlambda.BatchOption
 				want := append([]string{}, c.transient...)
 				if dlq {
 					opts = append(opts, idemlambda.WithPermanentFailuresToDLQ())

@@ -117,7 +117,7 @@ type Problem struct {
 // one present: the authorizer's principalId, its claims' sub (Cognito user
 // pool authorizer), the IAM caller's userArn (or caller), the Cognito
 // identity id and the API key id.
-func RESTAPI(runner *idem.Runner, handler func(ctx context.Context, req events.APIGatewayProxyRequest) (Response, error), opts ...Option) (func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), error) {
+func RESTAPI(runner *idem.Runner, handler func(ctx context.Context, req events.APIGatewayProxyRequest) (Response, error), opts ...HTTPOption) (func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), error) {
 	w, err := newHTTPWrapper(runner, handler != nil, opts)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func RESTAPI(runner *idem.Runner, handler func(ctx context.Context, req events.A
 //
 // The wrappers' own errors are RFC 9457 problem details (Problem) with
 // Content-Type application/problem+json.
-func HTTPAPI(runner *idem.Runner, handler func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (Response, error), opts ...Option) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+func HTTPAPI(runner *idem.Runner, handler func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (Response, error), opts ...HTTPOption) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	w, err := newHTTPWrapper(runner, handler != nil, opts)
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func HTTPAPI(runner *idem.Runner, handler func(ctx context.Context, req events.A
 // idempotent per Idempotency-Key header; see HTTPAPI for the rules. The
 // caller identity that scopes keys is the IAM caller's userArn (or callerId)
 // when the URL uses AWS_IAM auth.
-func FunctionURL(runner *idem.Runner, handler func(ctx context.Context, req events.LambdaFunctionURLRequest) (Response, error), opts ...Option) (func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), error) {
+func FunctionURL(runner *idem.Runner, handler func(ctx context.Context, req events.LambdaFunctionURLRequest) (Response, error), opts ...HTTPOption) (func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), error) {
 	w, err := newHTTPWrapper(runner, handler != nil, opts)
 	if err != nil {
 		return nil, err
@@ -442,14 +442,14 @@ type httpWrapper struct {
 	cfg    config
 }
 
-func newHTTPWrapper(runner *idem.Runner, hasHandler bool, opts []Option) (*httpWrapper, error) {
+func newHTTPWrapper(runner *idem.Runner, hasHandler bool, opts []HTTPOption) (*httpWrapper, error) {
 	if runner == nil {
 		return nil, errors.New("idemlambda: nil runner")
 	}
 	if !hasHandler {
 		return nil, errors.New("idemlambda: nil handler")
 	}
-	cfg, err := newConfig(kindHTTP, opts)
+	cfg, err := configure(opts, HTTPOption.applyHTTP)
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func TestHTTPAPI(t *testing.T) {
 	tests := []struct {
 		name    string
 		runOpts []idem.Option
-		opts    []idemlambda.Option
+		opts    []idemlambda.HTTPOption
 		prepare func(t *testing.T, e *env)
 		steps   []step
 	}{
@@ -137,7 +137,7 @@ func TestHTTPAPI(t *testing.T) {
 		},
 		{
 			name: "missing key passes through unkeyed when optional",
-			opts: []idemlambda.Option{idemlambda.WithOptionalKey()},
+			opts: []idemlambda.HTTPOption{idemlambda.WithOptionalKey()},
 			steps: []step{
 				{req: v2Req("POST", "/orders", "", body), status: 201, body: `{"order_id":"ord-1"}`, runs: 1},
 				{req: v2Req("POST", "/orders", "", body), status: 201, body: `{"order_id":"ord-2"}`, runs: 2},
@@ -278,7 +278,7 @@ func TestHTTPAPI(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, tc.runOpts...)
 			api := &orderAPI{}
-			handle, err := idemlambda.HTTPAPI(e.runner, api.handle, append([]idemlambda.Option{idemlambda.WithClock(e.clock.Now)}, tc.opts...)...)
+			handle, err := idemlambda.HTTPAPI(e.runner, api.handle, append([]idemlambda.HTTPOption{idemlambda.WithClock(e.clock.Now)}, tc.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -631,9 +631,6 @@ func TestHTTPOptionErrors(t *testing.T) {
 	if _, err := idemlambda.HTTPAPI(e.runner, nil); err == nil {
 		t.Error("nil handler accepted")
 	}
-	if _, err := idemlambda.HTTPAPI(e.runner, api.handle, idemlambda.WithConcurrency(2)); err == nil {
-		t.Error("SQS option accepted by HTTPAPI")
-	}
 	if _, err := idemlambda.RESTAPI(e.runner, nil); err == nil {
 		t.Error("nil REST handler accepted")
 	}
@@ -667,5 +664,19 @@ func TestFunctionURLCommaJoinedKey(t *testing.T) {
 	var p idemlambda.Problem
 	if err := json.Unmarshal([]byte(resp.Body), &p); err != nil || p.Type != idemlambda.ProblemTypeBase+idemlambda.ProblemInvalidKey {
 		t.Fatalf("problem %s: %v", resp.Body, err)
+	}
+}
+
+// Options of one kind of wrapper do not fit another: the constructors take
+// BatchOption or HTTPOption, and only the common Option is both.
+func TestOptionKinds(t *testing.T) {
+	var common idemlambda.Option = idemlambda.WithLogger(nil)
+	var _ idemlambda.BatchOption = common
+	var _ idemlambda.HTTPOption = common
+	if _, ok := idemlambda.WithConcurrency(2).(idemlambda.HTTPOption); ok {
+		t.Error("a batch option is an HTTPOption")
+	}
+	if _, ok := idemlambda.WithOptionalKey().(idemlambda.BatchOption); ok {
+		t.Error("an HTTP option is a BatchOption")
 	}
 }

@@ -20,34 +20,36 @@ const (
 	DefaultSafetyMargin = 2 * time.Second
 )
 
-// Option configures a wrapper. Options that do not apply to the wrapper
-// they are given to (WithConcurrency given to HTTPAPI, say) make the
-// constructor return an error.
+// Option configures every wrapper: WithLogger and WithClock. It is also a
+// BatchOption and an HTTPOption, so it can be given to any constructor.
 type Option func(*config) error
 
-type kind int
-
-const (
-	kindSQS kind = iota + 1
-	kindHTTP
-	kindTyped
-)
-
-// String names the wrapper kind, for option errors.
-func (k kind) String() string {
-	switch k {
-	case kindSQS:
-		return "SQS"
-	case kindHTTP:
-		return "the HTTP wrappers"
-	case kindTyped:
-		return "Typed"
-	}
-	return "unknown"
+// BatchOption configures the batch wrappers (SQS): an Option, or one of
+// WithConcurrency, WithSafetyMargin and WithPermanentFailuresToDLQ. Giving a
+// batch option to another wrapper does not compile.
+type BatchOption interface {
+	applyBatch(*config) error
 }
 
+// HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL):
+// an Option, or WithOptionalKey. Giving it to another wrapper does not
+// compile.
+type HTTPOption interface {
+	applyHTTP(*config) error
+}
+
+func (o Option) applyBatch(c *config) error { return o(c) }
+func (o Option) applyHTTP(c *config) error  { return o(c) }
+
+type batchOption func(*config) error
+
+func (o batchOption) applyBatch(c *config) error { return o(c) }
+
+type httpOption func(*config) error
+
+func (o httpOption) applyHTTP(c *config) error { return o(c) }
+
 type config struct {
-	kind         kind
 	logger       *slog.Logger
 	now          func() time.Time
 	concurrency  int
@@ -56,31 +58,22 @@ type config struct {
 	optionalKey  bool
 }
 
-func newConfig(k kind, opts []Option) (config, error) {
-	c := config{
-		kind:         k,
-		now:          time.Now,
-		concurrency:  DefaultConcurrency,
-		safetyMargin: DefaultSafetyMargin,
-	}
+func defaultConfig() config {
+	return config{now: time.Now, concurrency: DefaultConcurrency, safetyMargin: DefaultSafetyMargin}
+}
+
+// configure applies opts, each through apply, skipping nil ones.
+func configure[O any](opts []O, apply func(O, *config) error) (config, error) {
+	c := defaultConfig()
 	for _, o := range opts {
-		if o == nil {
+		if any(o) == nil {
 			continue
 		}
-		if err := o(&c); err != nil {
+		if err := apply(o, &c); err != nil {
 			return config{}, err
 		}
 	}
 	return c, nil
-}
-
-func (c *config) only(option string, kinds ...kind) error {
-	for _, k := range kinds {
-		if c.kind == k {
-			return nil
-		}
-	}
-	return fmt.Errorf("idemlambda: option %s does not apply to %s", option, c.kind)
 }
 
 // WithLogger sets the logger of the wrapper's decisions, one record per
@@ -111,17 +104,14 @@ func WithClock(now func() time.Time) Option {
 // WithConcurrency bounds how many messages of a standard queue's batch, or
 // how many message groups of a FIFO queue's batch, are processed at once
 // (at least 1; default DefaultConcurrency). SQS only.
-func WithConcurrency(n int) Option {
-	return func(c *config) error {
-		if err := c.only("WithConcurrency", kindSQS); err != nil {
-			return err
-		}
+func WithConcurrency(n int) BatchOption {
+	return batchOption(func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("idemlambda: concurrency %d must be at least 1", n)
 		}
 		c.concurrency = n
 		return nil
-	}
+	})
 }
 
 // WithSafetyMargin sets the least time left before the invocation's
@@ -129,17 +119,14 @@ func WithConcurrency(n int) Option {
 // default DefaultSafetyMargin). Messages not started for lack of time are
 // reported for redelivery. Set it to about the longest time one message
 // takes. SQS only.
-func WithSafetyMargin(d time.Duration) Option {
-	return func(c *config) error {
-		if err := c.only("WithSafetyMargin", kindSQS); err != nil {
-			return err
-		}
+func WithSafetyMargin(d time.Duration) BatchOption {
+	return batchOption(func(c *config) error {
 		if d < 0 {
 			return fmt.Errorf("idemlambda: safety margin %v must not be negative", d)
 		}
 		c.safetyMargin = d
 		return nil
-	}
+	})
 }
 
 // WithPermanentFailuresToDLQ reports permanent failures (a handler's
@@ -149,27 +136,21 @@ func WithSafetyMargin(d time.Duration) Option {
 // its dead-letter queue. Without it they are acknowledged (deleted) and only
 // logged. Use it only on a queue that has a redrive policy, or the message
 // is redelivered until its retention ends. SQS only.
-func WithPermanentFailuresToDLQ() Option {
-	return func(c *config) error {
-		if err := c.only("WithPermanentFailuresToDLQ", kindSQS); err != nil {
-			return err
-		}
+func WithPermanentFailuresToDLQ() BatchOption {
+	return batchOption(func(c *config) error {
 		c.toDLQ = true
 		return nil
-	}
+	})
 }
 
 // WithOptionalKey lets requests without an Idempotency-Key header through to
 // the handler unkeyed (not idempotent) instead of answering 400. An invalid
 // header is still refused. RESTAPI, HTTPAPI and FunctionURL only.
-func WithOptionalKey() Option {
-	return func(c *config) error {
-		if err := c.only("WithOptionalKey", kindHTTP); err != nil {
-			return err
-		}
+func WithOptionalKey() HTTPOption {
+	return httpOption(func(c *config) error {
 		c.optionalKey = true
 		return nil
-	}
+	})
 }
 
 // outcomeAttrs appends the log attributes every wrapper records for a call:

@@ -211,7 +211,7 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // make SQS redeliver every message. A panic in handler is recovered and
 // reported as that message's failure; its key stays in progress until its
 // lease ends.
-func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts ...Option) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts ...BatchOption) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	if runner == nil {
 		return nil, errors.New("idemlambda: nil runner")
 	}
@@ -224,7 +224,7 @@ func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx con
 	if _, err := EventKey("probe", action); err != nil {
 		return nil, fmt.Errorf("idemlambda: action %q: %w", action, err)
 	}
-	cfg, err := newConfig(kindSQS, opts)
+	cfg, err := configure(opts, BatchOption.applyBatch)
 	if err != nil {
 		return nil, err
 	}

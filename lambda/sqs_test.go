@@ -118,7 +118,7 @@ func TestSQS(t *testing.T) {
 	tests := []struct {
 		name    string
 		runOpts []idem.Option
-		opts    []idemlambda.Option
+		opts    []idemlambda.BatchOption
 		prepare func(t *testing.T, e *env)
 		batches []delivery
 		runs    map[string]int // executions per event id after all batches
@@ -185,7 +185,7 @@ func TestSQS(t *testing.T) {
 		},
 		{
 			name: "permanent failure goes to the DLQ when configured",
-			opts: []idemlambda.Option{idemlambda.WithPermanentFailuresToDLQ()},
+			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
 			batches: []delivery{
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent")), sqsMsg("m2", body("e2", "ok"))}, want: []string{"m1"}},
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent"))}, want: []string{"m1"}},
@@ -202,7 +202,7 @@ func TestSQS(t *testing.T) {
 		},
 		{
 			name: "missing key field goes to the DLQ when configured",
-			opts: []idemlambda.Option{idemlambda.WithPermanentFailuresToDLQ()},
+			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
 			batches: []delivery{{
 				msgs: []events.SQSMessage{sqsMsg("m1", `{"do":"ok"}`), sqsMsg("m2", `not json`), sqsMsg("m3", `{"event_id":null}`), sqsMsg("m4", body("e4", "ok"))},
 				want: []string{"m1", "m2", "m3"},
@@ -219,7 +219,7 @@ func TestSQS(t *testing.T) {
 		},
 		{
 			name: "key reused with another body goes to the DLQ when configured",
-			opts: []idemlambda.Option{idemlambda.WithPermanentFailuresToDLQ()},
+			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
 			batches: []delivery{
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "ok"))}, want: []string{}},
 				{msgs: []events.SQSMessage{sqsMsg("m2", `{"event_id":"e1","do":"ok","amount":2}`)}, want: []string{"m2"}},
@@ -243,7 +243,7 @@ func TestSQS(t *testing.T) {
 		},
 		{
 			name: "messages not reached before the deadline are reported unstarted",
-			opts: []idemlambda.Option{idemlambda.WithConcurrency(1), idemlambda.WithSafetyMargin(2 * time.Second)},
+			opts: []idemlambda.BatchOption{idemlambda.WithConcurrency(1), idemlambda.WithSafetyMargin(2 * time.Second)},
 			batches: []delivery{{
 				msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "advance_9s")), sqsMsg("m2", body("e2", "ok")), sqsMsg("m3", body("e3", "ok"))},
 				want: []string{"m2", "m3"},
@@ -261,7 +261,7 @@ func TestSQS(t *testing.T) {
 		},
 		{
 			name: "FIFO group stops at its first failure, other groups go on",
-			opts: []idemlambda.Option{idemlambda.WithPermanentFailuresToDLQ()},
+			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
 			batches: []delivery{{
 				msgs: []events.SQSMessage{
 					fifoMsg("a1", "A", body("a1", "ok")), fifoMsg("b1", "B", body("b1", "ok")),
@@ -304,7 +304,7 @@ func TestSQS(t *testing.T) {
 			e := newEnv(t, tc.runOpts...)
 			h := &testHandler{clock: e.clock}
 			handle, err := idemlambda.SQS(e.runner, "ledger", idemlambda.KeyFromBodyField("event_id"), h.handle,
-				append([]idemlambda.Option{idemlambda.WithClock(e.clock.Now)}, tc.opts...)...)
+				append([]idemlambda.BatchOption{idemlambda.WithClock(e.clock.Now)}, tc.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -564,10 +564,6 @@ func TestSQSOptionErrors(t *testing.T) {
 		}},
 		{"negative safety margin", func() error {
 			_, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithSafetyMargin(-time.Second))
-			return err
-		}},
-		{"HTTP option", func() error {
-			_, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithOptionalKey())
 			return err
 		}},
 		{"nil clock", func() error { _, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithClock(nil)); return err }},

@@ -42,7 +42,7 @@ func Typed[In, Out any](runner *idem.Runner, keyFn func(In) (string, error), han
 	if handler == nil {
 		return nil, errors.New("idemlambda: nil handler")
 	}
-	cfg, err := newConfig(kindTyped, opts)
+	cfg, err := configure(opts, func(o Option, c *config) error { return o(c) })
 	if err != nil {
 		return nil, err
 	}

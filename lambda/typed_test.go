@@ -145,8 +145,8 @@ func TestTypedArgumentErrors(t *testing.T) {
 		"nil runner":  func() error { _, err := idemlambda.Typed(nil, key, h); return err },
 		"nil key fn":  func() error { _, err := idemlambda.Typed[string, string](e.runner, nil, h); return err },
 		"nil handler": func() error { _, err := idemlambda.Typed[string, string](e.runner, key, nil); return err },
-		"SQS option": func() error {
-			_, err := idemlambda.Typed(e.runner, key, h, idemlambda.WithPermanentFailuresToDLQ())
+		"nil clock": func() error {
+			_, err := idemlambda.Typed(e.runner, key, h, idemlambda.WithClock(nil))
 			return err
 		},
 	} {

@@ -178,7 +178,7 @@ func NewConsumer(d Deps) (func(context.Context, events.SQSEvent) (events.SQSEven
 	if err != nil {
 		return nil, err
 	}
-	opts := []idemlambda.Option{idemlambda.WithLogger(d.Logger), idemlambda.WithPermanentFailuresToDLQ()}
+	opts := []idemlambda.BatchOption{idemlambda.WithLogger(d.Logger), idemlambda.WithPermanentFailuresToDLQ()}
 	if d.SafetyMargin >= 0 {
 		opts = append(opts, idemlambda.WithSafetyMargin(d.SafetyMargin))
 	}
