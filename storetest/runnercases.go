@@ -1,0 +1,206 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fakeclock"
+)
+
+// rig is an idem.Runner over the faulted store, on a fake clock that starts
+// at the case's t0, with a handler that counts its runs, and one key.
+type rig struct {
+	e     *fenv
+	r     *idem.Runner
+	clock *fakeclock.Clock
+	key   string
+	runs  atomic.Int32
+	// during, if set, is called while the handler runs: after the
+	// reservation, before the completion.
+	during func()
+}
+
+func (e *fenv) rig() *rig {
+	e.t.Helper()
+	g := &rig{e: e, clock: fakeclock.New(e.t0), key: e.key()}
+	r, err := idem.New(e.s, idem.WithClock(g.clock.Now), idem.WithSleep(g.clock.Sleep),
+		idem.WithRand(func() float64 { return 0.5 }), idem.WithLease(0, runnerLease))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	g.r = r
+	return g
+}
+
+func (g *rig) handler(context.Context) ([]byte, error) {
+	n := g.runs.Add(1)
+	if g.during != nil {
+		g.during()
+	}
+	return fmt.Appendf(nil, `"run %d"`, n), nil
+}
+
+// doClass is what a Do call came to.
+type doClass string
+
+const (
+	executed    doClass = "executed"
+	replayed    doClass = "replayed"
+	inProgress  doClass = "in progress"
+	notRecorded doClass = "outcome not recorded"
+	storeError  doClass = "transient store error"
+)
+
+// do calls Do on the rig's key and returns what it came to and the result.
+func (g *rig) do() (doClass, []byte) {
+	g.e.t.Helper()
+	out, err := g.r.Do(context.Background(), g.key, []byte(`{}`), g.handler)
+	switch {
+	case err == nil && out.Replayed:
+		return replayed, out.Result
+	case err == nil:
+		return executed, out.Result
+	case errors.Is(err, idem.ErrOutcomeNotRecorded):
+		return notRecorded, nil
+	case errors.Is(err, idem.ErrInProgress):
+		return inProgress, nil
+	case g.e.transient(err) && !errors.Is(err, idem.ErrLeaseLost):
+		return storeError, nil
+	}
+	g.e.t.Fatalf("Do = %v, classified %s; want a result, a replay, ErrInProgress, ErrOutcomeNotRecorded or a transient store error",
+		err, core.Classify(err, core.DefaultClassifiers...))
+	return "", nil
+}
+
+// want calls Do and fails the test unless it came to want with the result
+// of run number run (0: no result), and the handler has run runs times in
+// all.
+func (g *rig) want(step string, want doClass, run, runs int) {
+	g.e.t.Helper()
+	got, result := g.do()
+	wantResult := ""
+	if run > 0 {
+		wantResult = fmt.Sprintf(`"run %d"`, run)
+	}
+	if got != want || string(result) != wantResult {
+		g.e.t.Fatalf("%s: Do = %s with result %q, want %s with %q", step, got, result, want, wantResult)
+	}
+	if n := g.runs.Load(); int(n) != runs {
+		g.e.t.Fatalf("%s: the handler ran %d times, want %d", step, n, runs)
+	}
+}
+
+// stored fails the test unless the key's record is a success with the
+// result of run number run.
+func (g *rig) stored(run int) {
+	g.e.t.Helper()
+	rec, err := g.e.s.Get(context.Background(), g.key, g.clock.Now())
+	if want := fmt.Sprintf(`"run %d"`, run); err != nil || rec.Status != core.StatusSucceeded || string(rec.Result) != want {
+		g.e.t.Fatalf("stored record = %v result %q, %v; want succeeded with %s", rec, rec.Result, err, want)
+	}
+}
+
+// reached fails the test unless a write fault reached the store's transport.
+func (g *rig) reached() {
+	g.e.t.Helper()
+	if g.e.f.Injected(Write) == 0 {
+		g.e.t.Fatalf("no write reached the store's transport under the fault: newStore must build a store whose every request asks Faults.Next")
+	}
+}
+
+func runnerReserveNotApplied(e *fenv, fault Fault) {
+	g := e.rig()
+	var got doClass
+	e.under(fault, NoFault, func() { got, _ = g.do() })
+	if got != storeError || g.runs.Load() != 0 {
+		e.t.Fatalf("Do with its reservation under %s = %s, the handler ran %d times; want a transient store error and no run", fault, got, g.runs.Load())
+	}
+	e.state("after the refused reservation", g.key, 0, nil)
+	g.clock.Advance(time.Second)
+	g.want("the next delivery", executed, 1, 1)
+	g.clock.Advance(time.Second)
+	g.want("a duplicate", replayed, 1, 1)
+}
+
+func runnerReserveAnswerLost(e *fenv, _ Fault) {
+	for _, reads := range []Fault{NoFault, FailBefore} {
+		g := e.rig()
+		g.during = e.f.Clear // the faults end when the handler runs
+		var first doClass
+		e.under(AnswerLost, reads, func() { first, _ = g.do() })
+		g.during = nil
+		switch first {
+		case executed:
+			g.clock.Advance(time.Second)
+			g.want("a duplicate", replayed, 1, 1)
+			g.clock.Advance(runnerLease + time.Second)
+			g.want("a duplicate after the lease", replayed, 1, 1)
+		case storeError:
+			g.clock.Advance(time.Second)
+			g.want("a duplicate while the lost reservation's lease lives", inProgress, 0, 0)
+			g.clock.Advance(runnerLease + time.Second)
+			g.want("a delivery after the lease", executed, 1, 1)
+		default:
+			e.t.Fatalf("reads %s: Do with its reservation's answer lost = %s, want executed or a transient store error", reads, first)
+		}
+		g.stored(1)
+	}
+}
+
+func runnerCompleteNotApplied(e *fenv, fault Fault) {
+	g := e.rig()
+	g.during = func() { e.f.Set(Write, fault) }
+	g.want("Do with its completion refused once", executed, 1, 1)
+	g.reached()
+	g.during = nil
+	g.clock.Advance(time.Second)
+	g.want("a duplicate", replayed, 1, 1)
+	g.stored(1)
+}
+
+func runnerCompleteNeverApplied(e *fenv, fault Fault) {
+	g := e.rig()
+	g.during = func() { e.f.Always(Write, fault) }
+	g.want("Do with every completion refused", notRecorded, 0, 1)
+	g.reached()
+	g.during = nil
+	e.f.Clear()
+	g.clock.Advance(time.Second)
+	g.want("a duplicate while the lease lives", inProgress, 0, 1)
+	g.clock.Advance(runnerLease + time.Second)
+	g.want("a delivery after the lease", executed, 2, 2)
+	g.clock.Advance(time.Second)
+	g.want("a duplicate", replayed, 2, 2)
+	g.stored(2)
+}
+
+func runnerCompleteAnswerLost(e *fenv, _ Fault) {
+	g := e.rig()
+	g.during = func() { e.f.Set(Write, AnswerLost) }
+	g.want("Do with its completion's answer lost once", executed, 1, 1)
+	g.reached()
+	g.during = nil
+	g.clock.Advance(time.Second)
+	g.want("a duplicate", replayed, 1, 1)
+	g.stored(1)
+}
+
+func runnerCompleteAnswerLostAlways(e *fenv, _ Fault) {
+	g := e.rig()
+	g.during = func() { e.f.Always(Write, AnswerLost) }
+	got, result := g.do()
+	g.reached()
+	g.during = nil
+	e.f.Clear()
+	if !(got == executed && string(result) == `"run 1"`) && got != notRecorded {
+		e.t.Fatalf("Do with every completion's answer lost = %s with result %q, want executed with \"run 1\" or outcome not recorded", got, result)
+	}
+	g.clock.Advance(time.Second)
+	g.want("a duplicate", replayed, 1, 1)
+	g.stored(1)
+}
