@@ -45,42 +45,31 @@ func (g *rig) handler(context.Context) ([]byte, error) {
 	return fmt.Appendf(nil, `"run %d"`, n), nil
 }
 
-// doClass is what a Do call came to.
-type doClass string
-
-const (
-	executed    doClass = "executed"
-	replayed    doClass = "replayed"
-	inProgress  doClass = "in progress"
-	notRecorded doClass = "outcome not recorded"
-	storeError  doClass = "transient store error"
-)
-
-// do calls Do on the rig's key and returns what it came to and the result.
-func (g *rig) do() (doClass, []byte) {
+// do calls Do on the rig's key and returns its verdict and result. A call
+// that failed must have failed as the faults allow: its outcome not recorded
+// (ErrOutcomeNotRecorded, not ErrLeaseLost: the lease is the caller's own),
+// in progress, or a transient store error before the handler ran.
+func (g *rig) do() (idem.Verdict, []byte) {
 	g.e.t.Helper()
 	out, err := g.r.Do(context.Background(), g.key, []byte(`{}`), g.handler)
+	v := out.Verdict
 	switch {
-	case err == nil && out.Replayed:
-		return replayed, out.Result
-	case err == nil:
-		return executed, out.Result
-	case errors.Is(err, idem.ErrOutcomeNotRecorded):
-		return notRecorded, nil
-	case errors.Is(err, idem.ErrInProgress):
-		return inProgress, nil
-	case g.e.transient(err) && !errors.Is(err, idem.ErrLeaseLost):
-		return storeError, nil
+	case err == nil && (v == idem.Executed || v == idem.Replayed):
+		return v, out.Result
+	case v == idem.OutcomeNotRecorded && errors.Is(err, idem.ErrOutcomeNotRecorded) && !errors.Is(err, idem.ErrLeaseLost),
+		v == idem.InProgress,
+		v == idem.StoreFailed && g.e.transient(err):
+		return v, nil
 	}
-	g.e.t.Fatalf("Do = %v, classified %s; want a result, a replay, ErrInProgress, ErrOutcomeNotRecorded or a transient store error",
-		err, core.Classify(err, core.DefaultClassifiers...))
-	return "", nil
+	g.e.t.Fatalf("Do = verdict %s, %v (classified %s); want executed, replayed, in_progress, outcome_not_recorded (ErrOutcomeNotRecorded) or store_failed with a transient error",
+		v, err, core.Classify(err, core.DefaultClassifiers...))
+	return v, nil
 }
 
 // want calls Do and fails the test unless it came to want with the result
 // of run number run (0: no result), and the handler has run runs times in
 // all.
-func (g *rig) want(step string, want doClass, run, runs int) {
+func (g *rig) want(step string, want idem.Verdict, run, runs int) {
 	g.e.t.Helper()
 	got, result := g.do()
 	wantResult := ""
@@ -115,38 +104,38 @@ func (g *rig) reached() {
 
 func runnerReserveNotApplied(e *fenv, fault Fault) {
 	g := e.rig()
-	var got doClass
+	var got idem.Verdict
 	e.under(fault, NoFault, func() { got, _ = g.do() })
-	if got != storeError || g.runs.Load() != 0 {
-		e.t.Fatalf("Do with its reservation under %s = %s, the handler ran %d times; want a transient store error and no run", fault, got, g.runs.Load())
+	if got != idem.StoreFailed || g.runs.Load() != 0 {
+		e.t.Fatalf("Do with its reservation under %s = %s, the handler ran %d times; want store_failed and no run", fault, got, g.runs.Load())
 	}
 	e.state("after the refused reservation", g.key, 0, nil)
 	g.clock.Advance(time.Second)
-	g.want("the next delivery", executed, 1, 1)
+	g.want("the next delivery", idem.Executed, 1, 1)
 	g.clock.Advance(time.Second)
-	g.want("a duplicate", replayed, 1, 1)
+	g.want("a duplicate", idem.Replayed, 1, 1)
 }
 
 func runnerReserveAnswerLost(e *fenv, _ Fault) {
 	for _, reads := range []Fault{NoFault, FailBefore} {
 		g := e.rig()
 		g.during = e.f.Clear // the faults end when the handler runs
-		var first doClass
+		var first idem.Verdict
 		e.under(AnswerLost, reads, func() { first, _ = g.do() })
 		g.during = nil
 		switch first {
-		case executed:
+		case idem.Executed:
 			g.clock.Advance(time.Second)
-			g.want("a duplicate", replayed, 1, 1)
+			g.want("a duplicate", idem.Replayed, 1, 1)
 			g.clock.Advance(runnerLease + time.Second)
-			g.want("a duplicate after the lease", replayed, 1, 1)
-		case storeError:
+			g.want("a duplicate after the lease", idem.Replayed, 1, 1)
+		case idem.StoreFailed:
 			g.clock.Advance(time.Second)
-			g.want("a duplicate while the lost reservation's lease lives", inProgress, 0, 0)
+			g.want("a duplicate while the lost reservation's lease lives", idem.InProgress, 0, 0)
 			g.clock.Advance(runnerLease + time.Second)
-			g.want("a delivery after the lease", executed, 1, 1)
+			g.want("a delivery after the lease", idem.Executed, 1, 1)
 		default:
-			e.t.Fatalf("reads %s: Do with its reservation's answer lost = %s, want executed or a transient store error", reads, first)
+			e.t.Fatalf("reads %s: Do with its reservation's answer lost = %s, want executed or store_failed", reads, first)
 		}
 		g.stored(1)
 	}
@@ -155,38 +144,38 @@ func runnerReserveAnswerLost(e *fenv, _ Fault) {
 func runnerCompleteNotApplied(e *fenv, fault Fault) {
 	g := e.rig()
 	g.during = func() { e.f.Set(Write, fault) }
-	g.want("Do with its completion refused once", executed, 1, 1)
+	g.want("Do with its completion refused once", idem.Executed, 1, 1)
 	g.reached()
 	g.during = nil
 	g.clock.Advance(time.Second)
-	g.want("a duplicate", replayed, 1, 1)
+	g.want("a duplicate", idem.Replayed, 1, 1)
 	g.stored(1)
 }
 
 func runnerCompleteNeverApplied(e *fenv, fault Fault) {
 	g := e.rig()
 	g.during = func() { e.f.Always(Write, fault) }
-	g.want("Do with every completion refused", notRecorded, 0, 1)
+	g.want("Do with every completion refused", idem.OutcomeNotRecorded, 0, 1)
 	g.reached()
 	g.during = nil
 	e.f.Clear()
 	g.clock.Advance(time.Second)
-	g.want("a duplicate while the lease lives", inProgress, 0, 1)
+	g.want("a duplicate while the lease lives", idem.InProgress, 0, 1)
 	g.clock.Advance(runnerLease + time.Second)
-	g.want("a delivery after the lease", executed, 2, 2)
+	g.want("a delivery after the lease", idem.Executed, 2, 2)
 	g.clock.Advance(time.Second)
-	g.want("a duplicate", replayed, 2, 2)
+	g.want("a duplicate", idem.Replayed, 2, 2)
 	g.stored(2)
 }
 
 func runnerCompleteAnswerLost(e *fenv, _ Fault) {
 	g := e.rig()
 	g.during = func() { e.f.Set(Write, AnswerLost) }
-	g.want("Do with its completion's answer lost once", executed, 1, 1)
+	g.want("Do with its completion's answer lost once", idem.Executed, 1, 1)
 	g.reached()
 	g.during = nil
 	g.clock.Advance(time.Second)
-	g.want("a duplicate", replayed, 1, 1)
+	g.want("a duplicate", idem.Replayed, 1, 1)
 	g.stored(1)
 }
 
@@ -197,10 +186,10 @@ func runnerCompleteAnswerLostAlways(e *fenv, _ Fault) {
 	g.reached()
 	g.during = nil
 	e.f.Clear()
-	if !(got == executed && string(result) == `"run 1"`) && got != notRecorded {
-		e.t.Fatalf("Do with every completion's answer lost = %s with result %q, want executed with \"run 1\" or outcome not recorded", got, result)
+	if !(got == idem.Executed && string(result) == `"run 1"`) && got != idem.OutcomeNotRecorded {
+		e.t.Fatalf("Do with every completion's answer lost = %s with result %q, want executed with \"run 1\" or outcome_not_recorded", got, result)
 	}
 	g.clock.Advance(time.Second)
-	g.want("a duplicate", replayed, 1, 1)
+	g.want("a duplicate", idem.Replayed, 1, 1)
 	g.stored(1)
 }
