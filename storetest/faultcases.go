@@ -38,6 +38,8 @@ var faultCases = []faultCase{
 		notApplied, runnerReserveNotApplied},
 	{"RunnerReserveAnswerLost", "through idem.Runner, with reads answered and with reads failing: a reservation whose answer is lost either executes (the store recognised its write) or returns a transient error without running the handler; a duplicate while the lease lives does not run it; in all, it runs once",
 		nil, runnerReserveAnswerLost},
+	{"RunnerRetryAnswersLost", "through idem.Runner: a handler that fails transiently once is retried in the call while the retryable failure's completion and the re-reservation lose their answers; either the store recognised its re-reservation and the retry runs, or the call ends with ErrTransientFailure and the re-reservation holds the key until its lease ends; in all, the handler runs twice, never twice under one live lease",
+		nil, runnerRetryAnswersLost},
 	{"RunnerCompleteNotApplied", "through idem.Runner: a completion refused once at the transport is retried by the runner; Do returns the handler's result, a duplicate replays it, the handler ran once",
 		notApplied, runnerCompleteNotApplied},
 	{"RunnerCompleteNeverApplied", "through idem.Runner: a completion refused every time returns ErrOutcomeNotRecorded; a duplicate while the lease lives gets ErrInProgress and does not run the handler; after the lease ends, a delivery runs it again and its outcome is stored",
@@ -49,10 +51,9 @@ var faultCases = []faultCase{
 }
 
 func reserveNotApplied(e *fenv, fault Fault) {
-	keys, states := e.startStates()
-	for i, st := range states {
-		k := keys[i]
-		rec := e.newReservation(k, "tok-new", st)
+	for _, st := range e.startStates() {
+		k := st.key
+		rec := e.newReservation("tok-new", st)
 		var err error
 		e.under(fault, NoFault, func() { err = e.s.Reserve(context.Background(), rec, st.prev, e.at(st.sec)) })
 		e.wantTransient(st.name+": Reserve under "+fault.String(), err)
@@ -68,10 +69,9 @@ func reserveNotApplied(e *fenv, fault Fault) {
 // while every read gets reads.
 func reserveAnswerLost(reads Fault) func(e *fenv, _ Fault) {
 	return func(e *fenv, _ Fault) {
-		keys, states := e.startStates()
-		for i, st := range states {
-			k := keys[i]
-			rec := e.newReservation(k, "tok-new", st)
+		for _, st := range e.startStates() {
+			k := st.key
+			rec := e.newReservation("tok-new", st)
 			var err error
 			e.under(AnswerLost, reads, func() { err = e.s.Reserve(context.Background(), rec, st.prev, e.at(st.sec)) })
 			e.nilOrTransient(st.name+": Reserve whose answer was lost", err)
@@ -79,7 +79,7 @@ func reserveAnswerLost(reads Fault) func(e *fenv, _ Fault) {
 			if err := e.s.Reserve(context.Background(), rec, st.prev, e.at(st.sec+1)); err != nil {
 				e.t.Fatalf("%s: identical retry of the Reserve = %v, want nil (the store's own write)", st.name, err)
 			}
-			other := e.newReservation(k, "tok-other", st)
+			other := e.newReservation("tok-other", st)
 			e.conflict(e.s.Reserve(context.Background(), other, st.prev, e.at(st.sec+1)), "tok-new", core.StatusInProgress)
 			e.state(st.name+": after the second reserver", k, st.sec+2, &rec)
 		}

@@ -254,7 +254,7 @@ func TestFaultCasesCatchFlaws(t *testing.T) {
 		{"a failed read is not found", readFailNotFound, []string{"GetUnderFaults/FailBefore", "GetUnderFaults/AnswerLost",
 			"GetUnderFaults/Throttled", "GetUnderFaults/TimedOut"}},
 		{"forgets its own writes", forgetsOwnWrites, []string{"ReserveAnswerLost/NoFault", "ReserveAnswerLostCheckFails/NoFault",
-			"CompleteAnswerLost/NoFault", "RunnerCompleteAnswerLost/NoFault", "ReserveRaceUnderFaults/NoFault"}},
+			"CompleteAnswerLost/NoFault", "RunnerCompleteAnswerLost/NoFault", "RunnerRetryAnswersLost/NoFault", "ReserveRaceUnderFaults/NoFault"}},
 		{"recognises a reservation by fingerprint", sameFingerprint, []string{"ReserveAnswerLost/NoFault",
 			"RetriedReserveAfterTakeover/NoFault", "ReserveRaceUnderFaults/NoFault"}},
 	}

@@ -148,37 +148,36 @@ func (e *fenv) state(what, key string, sec int, want *core.Record) {
 	}
 }
 
-// startState is a state a reservation starts from: prev is the record it
-// decides on (nil: the key is absent), sec the time of the reservation.
+// startState is a state a reservation starts from, on a key of its own:
+// prev is the record it decides on (nil: the key is absent), sec the time of
+// the reservation.
 type startState struct {
 	name string
+	key  string
 	prev *core.Record
 	sec  int
 }
 
-// startStates writes, on a key of its own each, the three states a
-// reservation may be made from: absent, an in-progress record whose lease
-// ended, and a retryable failure.
-func (e *fenv) startStates() (keys []string, states []startState) {
+// startStates writes the three states a reservation may be made from:
+// absent, an in-progress record whose lease ended, and a retryable failure.
+func (e *fenv) startStates() []startState {
 	e.t.Helper()
-	absent := e.key()
-	expired := e.key()
+	absent, expired, retry := e.key(), e.key(), e.key()
 	old := e.mustReserve(expired, "tok-old", nil, 0, 10)
-	retry := e.key()
 	r := e.mustReserve(retry, "tok-old", nil, 0, 30)
 	failed := e.mustComplete(core.Fail(r, errors.New("throttled"), true, e.at(1), retention))
-	return []string{absent, expired, retry}, []startState{
-		{"absent key", nil, 20},
-		{"expired lease", &old, 20},
-		{"retryable failure", &failed, 20},
+	return []startState{
+		{"absent key", absent, nil, 20},
+		{"expired lease", expired, &old, 20},
+		{"retryable failure", retry, &failed, 20},
 	}
 }
 
-// newReservation is the reservation of key with token from st, with a lease
-// of 30 seconds.
-func (e *fenv) newReservation(key, token string, st startState) core.Record {
+// newReservation is the reservation of st's key with token, from st, with
+// a lease of 30 seconds.
+func (e *fenv) newReservation(token string, st startState) core.Record {
 	now := e.at(st.sec)
-	return core.Reserve(key, fp, token, st.prev, now, now.Add(30*time.Second), retention)
+	return core.Reserve(st.key, fp, token, st.prev, now, now.Add(30*time.Second), retention)
 }
 
 // outcomes are the completions a case tries on a reservation, made at now:

@@ -23,6 +23,8 @@ type rig struct {
 	// during, if set, is called while the handler runs: after the
 	// reservation, before the completion.
 	during func()
+	// flaky is the number of first runs that fail transiently.
+	flaky int32
 }
 
 func (e *fenv) rig() *rig {
@@ -41,6 +43,9 @@ func (g *rig) handler(context.Context) ([]byte, error) {
 	n := g.runs.Add(1)
 	if g.during != nil {
 		g.during()
+	}
+	if n <= g.flaky {
+		return nil, core.MarkTransient(fmt.Errorf("run %d: flaky", n))
 	}
 	return fmt.Appendf(nil, `"run %d"`, n), nil
 }
@@ -192,4 +197,36 @@ func runnerCompleteAnswerLostAlways(e *fenv, _ Fault) {
 	g.clock.Advance(time.Second)
 	g.want("a duplicate", idem.Replayed, 1, 1)
 	g.stored(1)
+}
+
+func runnerRetryAnswersLost(e *fenv, _ Fault) {
+	g := e.rig()
+	g.flaky = 1
+	g.during = func() {
+		if g.runs.Load() == 1 {
+			// The writes after run 1: the retryable failure (answer
+			// lost), its retry by the runner, the re-reservation (answer
+			// lost).
+			e.f.Set(Write, AnswerLost, NoFault, AnswerLost)
+		}
+	}
+	out, err := g.r.Do(context.Background(), g.key, []byte(`{}`), g.handler)
+	g.during = nil
+	if n := e.f.Pending(Write); n > 0 {
+		e.t.Fatalf("%d of the 3 write faults never reached the store's transport (Do = %s, %v)", n, out.Verdict, err)
+	}
+	switch {
+	case err == nil && out.Verdict == idem.Executed && string(out.Result) == `"run 2"`:
+		g.clock.Advance(time.Second)
+		g.want("a duplicate", idem.Replayed, 2, 2)
+	case out.Verdict == idem.FailedTransiently && errors.Is(err, idem.ErrTransientFailure) && g.runs.Load() == 1:
+		g.clock.Advance(time.Second)
+		g.want("a duplicate while the re-reservation's lease lives", idem.InProgress, 0, 1)
+		g.clock.Advance(runnerLease + time.Second)
+		g.want("a delivery after the lease", idem.Executed, 2, 2)
+	default:
+		e.t.Fatalf("Do = %s with result %q, %v, the handler ran %d times; want executed with \"run 2\" after 2 runs, or failed_transiently after 1",
+			out.Verdict, out.Result, err, g.runs.Load())
+	}
+	g.stored(2)
 }
