@@ -25,6 +25,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/storetest"
 )
 
 // The integration tests talk to the DynamoDB API at the endpoint the SDK's
@@ -111,10 +112,13 @@ func heavy(t *testing.T) {
 	}
 }
 
-// recorder counts DynamoDB operations by name and injects faults. It is an
-// http.RoundTripper put under the SDK's HTTP client. Safe for concurrent use.
+// recorder counts DynamoDB operations by name and injects faults: its own
+// rules (inject), and where none applies, what kit (storetest's script, if
+// set) says. It is an http.RoundTripper put under the SDK's HTTP client.
+// Safe for concurrent use.
 type recorder struct {
 	inner http.RoundTripper
+	kit   *storetest.Faults // set before use, never changed
 
 	mu     sync.Mutex
 	counts map[string]int // guarded by mu
@@ -131,10 +135,26 @@ const (
 	unavailable                        // 503 with an empty body
 	reset                              // connection reset by peer
 	timeout                            // i/o timeout
+	refused                            // connection refused (a failed dial: certainly not sent)
 )
 
 func (k faultKind) String() string {
-	return [...]string{"", "throttle", "throttling", "500", "503", "reset", "timeout"}[k]
+	return [...]string{"", "throttle", "throttling", "500", "503", "reset", "timeout", "refused"}[k]
+}
+
+// kitOps are the kinds of request, for storetest.Faults, of the DynamoDB
+// operations the store makes.
+var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "PutItem": storetest.Write}
+
+// kitFaults are the faults of storetest in DynamoDB's shapes: a failed dial;
+// a request applied whose answer times out; throttling as DynamoDB answers
+// it (HTTP 400 with ProvisionedThroughputExceededException); a request that
+// times out unsent, as the HTTP client's own timeout fails it.
+var kitFaults = map[storetest.Fault]fault{
+	storetest.FailBefore: {Kind: refused},
+	storetest.AnswerLost: {Kind: timeout, After: true},
+	storetest.Throttled:  {Kind: throttle},
+	storetest.TimedOut:   {Kind: timeout},
 }
 
 // fault is a rule: for requests of Op whose body contains Match, inject Kind
@@ -214,6 +234,11 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	r.mu.Unlock()
+	if kop, ok := kitOps[op]; ok && hit == nil {
+		if f, ok := kitFaults[r.kit.Next(kop)]; ok {
+			hit = &f
+		}
+	}
 	if hit == nil {
 		return r.inner.RoundTrip(req)
 	}
@@ -230,6 +255,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	case timeout:
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	case refused:
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	case throttle:
 		return jsonError(req, 400, "ProvisionedThroughputExceededException", "injected: throughput exceeded"), nil
 	case throttleOther:

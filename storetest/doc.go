@@ -1,17 +1,34 @@
-// Package storetest is the conformance suite every idem.Store passes: each
-// transition of the decision table, retention expiry treated as absence,
-// lease takeover with fencing (a stale holder's completion is refused), and
-// the race where 64 goroutines reserve one key and exactly one wins.
+// Package storetest is the conformance suite every idem.Store passes, in two
+// parts.
+//
+// Run checks the contract: each transition of the decision table, retention
+// expiry treated as absence, lease takeover with fencing (a stale holder's
+// completion is refused), retried writes recognised, and the race where 64
+// goroutines reserve one key and exactly one wins.
+//
+// RunFaults checks that the contract holds while the store's requests fail:
+// refused before they are sent, throttled, timed out, or applied and their
+// answers lost. The store's transport asks a Faults script what to do with
+// each request; the suite scripts the faults, directly and through an
+// idem.Runner, and checks that nothing is applied twice, nothing refused is
+// applied, a failed read is never taken for absence, and no outcome is lost.
 //
 // It is an ordinary package that uses only the standard library's testing
-// package. A store's tests call Run:
+// package. A store's tests call both:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) idem.Store { return memstore.New() })
 //	}
 //
+//	func TestConformanceFaults(t *testing.T) {
+//		storetest.RunFaults(t, func(t *testing.T, f *storetest.Faults) idem.Store {
+//			return newStoreWithTransport(t, f) // every request asks f.Next first
+//		})
+//	}
+//
 // Every subtest uses its own key prefix, so newStore may return the same
 // store (or table) each time. Times are whole seconds, so stores that keep
 // retention in epoch seconds and leases in milliseconds represent them
-// exactly.
+// exactly. docs/writing-a-store.md says how to inject the faults and lists
+// what every subtest checks.
 package storetest

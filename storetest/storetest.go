@@ -39,7 +39,7 @@ func newRunID() string {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	s      idem.Store
 	prefix string
 	t0     time.Time
@@ -115,11 +115,14 @@ func (e *env) equalRecord(what string, got, want core.Record) {
 
 type testCase struct {
 	name string
+	doc  string // the checklist line of docs/writing-a-store.md
 	fn   func(e *env)
 }
 
+// cases are the cases of Run, in the order of the checklist of
+// docs/writing-a-store.md.
 var cases = []testCase{
-	{"ReserveAbsentThenGet", func(e *env) {
+	{"ReserveAbsentThenGet", "Get of an absent key returns ErrNotFound; a reservation of it succeeds, and Get returns the record as written", func(e *env) {
 		k := e.key()
 		if _, err := e.get(k, 0); !errors.Is(err, idem.ErrNotFound) {
 			e.t.Fatalf("Get of an absent key = %v, want ErrNotFound", err)
@@ -131,7 +134,7 @@ var cases = []testCase{
 		}
 		e.equalRecord("Get after Reserve", got, rec)
 	}},
-	{"LiveLeaseBlocksReserve", func(e *env) {
+	{"LiveLeaseBlocksReserve", "a live lease blocks another reservation with a conflict holding it, even one that presents the live record as prev", func(e *env) {
 		k := e.key()
 		first := e.mustReserve(k, "tok-a", nil, 0, 30)
 		_, err := e.reserve(k, "tok-b", nil, 10, 30)
@@ -140,7 +143,7 @@ var cases = []testCase{
 		_, err = e.reserve(k, "tok-c", &first, 29, 30)
 		e.conflict(err, "tok-a", core.StatusInProgress)
 	}},
-	{"ExpiredLeaseTakeover", func(e *env) {
+	{"ExpiredLeaseTakeover", "an expired lease still blocks a reservation without prev; with the record it saw as prev, a caller takes it over at attempt 2; the stale holder's completion is refused with ErrLeaseLost and the new holder's is stored", func(e *env) {
 		k := e.key()
 		old := e.mustReserve(k, "tok-old", nil, 0, 30)
 		// Without prev, an expired lease still blocks: the caller must
@@ -163,7 +166,7 @@ var cases = []testCase{
 		}
 		e.equalRecord("Get after takeover and completion", got, done)
 	}},
-	{"StalePrevRefused", func(e *env) {
+	{"StalePrevRefused", "a caller that decided on a record since replaced is refused and sees the replacement, even after the replacement's lease expired", func(e *env) {
 		k := e.key()
 		a := e.mustReserve(k, "tok-a", nil, 0, 10)
 		b := e.mustReserve(k, "tok-b", &a, 11, 10)
@@ -172,7 +175,7 @@ var cases = []testCase{
 		_, err := e.reserve(k, "tok-c", &a, 30, 10)
 		e.conflict(err, b.LeaseToken, core.StatusInProgress)
 	}},
-	{"SucceededBlocksAndReplays", func(e *env) {
+	{"SucceededBlocksAndReplays", "a succeeded record blocks every reservation, with or without prev, and the conflict holds it as completed", func(e *env) {
 		k := e.key()
 		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
 		done := e.mustComplete(core.Succeed(rec, []byte(`{"ok":true}`), e.at(1), retention))
@@ -182,7 +185,7 @@ var cases = []testCase{
 		_, err = e.reserve(k, "tok-c", &seen, 3, 30)
 		e.conflict(err, "tok-a", core.StatusSucceeded)
 	}},
-	{"PermanentFailureBlocks", func(e *env) {
+	{"PermanentFailureBlocks", "a permanent failure blocks every reservation, with or without prev, and the conflict holds it as completed", func(e *env) {
 		k := e.key()
 		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
 		done := e.mustComplete(core.Fail(rec, errors.New("card declined"), false, e.at(1), retention))
@@ -192,7 +195,7 @@ var cases = []testCase{
 		_, err = e.reserve(k, "tok-c", &seen, 3, 30)
 		e.conflict(err, "tok-a", core.StatusFailed)
 	}},
-	{"RetryableFailureReReserved", func(e *env) {
+	{"RetryableFailureReReserved", "a retryable failure blocks a reservation without prev (the conflict holds it, its attempts and its error); with it as prev, it is re-reserved at attempt 2", func(e *env) {
 		k := e.key()
 		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
 		e.mustComplete(core.Fail(rec, errors.New("throttled"), true, e.at(1), retention))
@@ -211,7 +214,7 @@ var cases = []testCase{
 		}
 		e.equalRecord("Get after retry reservation", got, again)
 	}},
-	{"RetentionExpiryIsAbsence", func(e *env) {
+	{"RetentionExpiryIsAbsence", "a record past retention counts as absent: Get returns it until its expiry and ErrNotFound from then on, and a new reservation then starts again at attempt 1", func(e *env) {
 		k := e.key()
 		now := e.at(0)
 		rec := core.Reserve(k, fp, "tok-a", nil, now, now.Add(2*time.Second), 5*time.Second)
@@ -237,7 +240,7 @@ var cases = []testCase{
 		}
 		e.equalRecord("Get of the fresh record", got, fresh)
 	}},
-	{"CompleteNeedsTheLease", func(e *env) {
+	{"CompleteNeedsTheLease", "a completion of an absent key, with another lease token, or after the outcome is stored, is refused with ErrLeaseLost and writes nothing", func(e *env) {
 		k := e.key()
 		if _, err := e.s.Complete(context.Background(), core.Succeed(core.Record{Key: k, Fingerprint: fp, LeaseToken: "tok-x", Attempts: 1}, nil, e.at(0), retention)); !errors.Is(err, idem.ErrLeaseLost) {
 			e.t.Fatalf("Complete of an absent key = %v, want ErrLeaseLost", err)
@@ -258,7 +261,7 @@ var cases = []testCase{
 		}
 		e.equalRecord("Get after refused completions", got, done)
 	}},
-	{"LiveLeaseOutlivesRetention", func(e *env) {
+	{"LiveLeaseOutlivesRetention", "a record whose retention ends before its lease still blocks reservations, and Get returns it, while its lease lives (core.Record.Expired)", func(e *env) {
 		// A record whose retention ends before its lease (as a store or a
 		// version that did not extend it would write) still blocks while
 		// its lease lives: core.Record.Expired.
@@ -279,7 +282,7 @@ var cases = []testCase{
 			e.t.Fatalf("Reserve over a completed record succeeded")
 		}
 	}},
-	{"RetriedWritesRecognised", func(e *env) {
+	{"RetriedWritesRecognised", "a write retried after its answer was lost is answered as the first try was: the reservation with nil, the completion with the stored record; once completed, the reservation conflicts", func(e *env) {
 		// A write retried after its answer was lost is answered as the
 		// first try was.
 		k := e.key()
@@ -296,7 +299,7 @@ var cases = []testCase{
 		// Once completed, the reservation is no longer the stored record.
 		e.conflict(e.s.Reserve(context.Background(), rec, nil, e.at(4)), "tok-a", core.StatusSucceeded)
 	}},
-	{"CompleteAfterRetentionLosesTheLease", func(e *env) {
+	{"CompleteAfterRetentionLosesTheLease", "a completion made past the record's retention is refused with ErrLeaseLost; the key is then reserved afresh at attempt 1", func(e *env) {
 		k := e.key()
 		now := e.at(0)
 		rec := core.Reserve(k, fp, "tok-a", nil, now, e.at(30), time.Minute) // expires at t0+60
@@ -312,7 +315,7 @@ var cases = []testCase{
 			e.t.Fatalf("attempts after expiry = %d, want 1", fresh.Attempts)
 		}
 	}},
-	{"ResultRoundTrip", func(e *env) {
+	{"ResultRoundTrip", "results (JSON, bytes that are not UTF-8, empty, 16 KiB) are stored and read back exactly", func(e *env) {
 		for i, result := range [][]byte{[]byte(`{"ok":true,"n":1.50}`), []byte("plain text, not JSON \x00\xff"), {}, bytes.Repeat([]byte("abcdefgh"), 2048)} {
 			k := e.key()
 			rec := e.mustReserve(k, "tok-a", nil, 0, 30)
@@ -327,7 +330,7 @@ var cases = []testCase{
 			e.equalRecord(fmt.Sprintf("case %d: Get", i), got, done)
 		}
 	}},
-	{"ReserveRace", func(e *env) {
+	{"ReserveRace", "Racers goroutines reserve one absent key at once: exactly one wins, every other gets a conflict, and Get shows the winner's record", func(e *env) {
 		k := e.key()
 		winners := race(e, func(i int) error {
 			_, err := e.reserve(k, fmt.Sprintf("tok-%d", i), nil, 0, 30)
@@ -341,7 +344,7 @@ var cases = []testCase{
 			e.t.Fatalf("winners = %v, stored token %s; want exactly one winner holding the record", winners, got.LeaseToken)
 		}
 	}},
-	{"TakeoverRace", func(e *env) {
+	{"TakeoverRace", "Racers goroutines take over one expired lease at once: exactly one wins, at attempt 2, and every other gets a conflict", func(e *env) {
 		k := e.key()
 		old := e.mustReserve(k, "tok-old", nil, 0, 10)
 		winners := race(e, func(i int) error {
