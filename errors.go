@@ -2,10 +2,6 @@ package idem
 
 import (
 	"errors"
-	"fmt"
-	"time"
-
-	"github.com/idemgo/idem/core"
 )
 
 // Errors of the runner, checked with errors.Is.
@@ -20,22 +16,3 @@ var (
 	// and runs the handler again.
 	ErrOutcomeNotRecorded = errors.New("idem: outcome not recorded")
 )
-
-// InProgressError is returned while another execution holds a live lease on
-// the key. errors.Is(err, ErrInProgress) holds for it.
-type InProgressError struct {
-	// RetryAt is when the blocking lease ends: retrying earlier is refused.
-	RetryAt time.Time
-}
-
-// Error describes the wait.
-func (e *InProgressError) Error() string {
-	return fmt.Sprintf("idem: execution in progress, retry after %s", e.RetryAt.UTC().Format(time.RFC3339Nano))
-}
-
-// Is reports whether target is ErrInProgress.
-func (e *InProgressError) Is(target error) bool { return target == core.ErrInProgress }
-
-// FailureError is a permanent handler failure, new or replayed; see
-// core.FailureError. errors.Is(err, ErrPermanentFailure) holds for it.
-type FailureError = core.FailureError

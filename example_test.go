@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/memstore"
 )
 
@@ -29,7 +30,7 @@ func ExampleRunner_Do() {
 		fmt.Printf("delivery %d: %s replayed=%v err=%v\n", delivery, out.Result, out.Replayed, err)
 	}
 	_, err = runner.Do(ctx, "evt:order-42:notify", []byte(`{"order":"43"}`), notify)
-	fmt.Println("other payload rejected:", errors.Is(err, idem.ErrKeyReused))
+	fmt.Println("other payload rejected:", errors.Is(err, core.ErrKeyReused))
 	fmt.Println("notifications sent:", sent)
 	// Output:
 	// delivery 1: {"notified":true} replayed=false err=<nil>

@@ -5,12 +5,13 @@ import (
 
 	"context"
 	"errors"
-	"github.com/idemgo/idem/core"
 	"log/slog"
 	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/idemgo/idem/core"
 )
 
 // Observer receives one Observation per call of Runner.Do, after the call
@@ -105,7 +106,7 @@ func (r *Runner) unprotected(ctx context.Context, fn Handler) (Outcome, error) {
 	case r.classify(ctx, err) == core.Transient:
 		return Outcome{Attempts: 1}, fmt.Errorf("%w after 1 attempt (unprotected): %w", ErrTransientFailure, err)
 	default:
-		return Outcome{Attempts: 1}, &FailureError{Message: err.Error(), Attempts: 1, Err: err}
+		return Outcome{Attempts: 1}, &core.FailureError{Message: err.Error(), Attempts: 1, Err: err}
 	}
 	return Outcome{Verdict: Executed, Result: result, Attempts: 1}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
 )
 
 func TestObserverSeesEveryCall(t *testing.T) {
@@ -39,7 +40,7 @@ func TestObserverSeesEveryCall(t *testing.T) {
 	if dup.Verdict != idem.Replayed || !dup.Cached || dup.StoreCalls != 0 {
 		t.Errorf("duplicate observed as %+v, want a cached replay without store calls", dup)
 	}
-	if bad.Verdict != idem.InvalidKey || !errors.Is(bad.Err, idem.ErrInvalidKey) {
+	if bad.Verdict != idem.InvalidKey || !errors.Is(bad.Err, core.ErrInvalidKey) {
 		t.Errorf("bad key observed as %+v", bad)
 	}
 }

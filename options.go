@@ -88,7 +88,7 @@ func WithLease(margin, withoutDeadline time.Duration) Option {
 
 // WithMaxAttempts bounds the executions of one key across deliveries (at
 // least 1). Once transient failures have used them up, the key is rejected
-// with ErrRetriesExhausted.
+// with core.ErrRetriesExhausted.
 func WithMaxAttempts(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

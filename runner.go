@@ -134,9 +134,9 @@ func HashKey(key string) string {
 // before it starts, in-process retries included, so WithMaxAttempts bounds
 // the executions of a key even when holders crash.
 //
-// Errors, checked with errors.Is or errors.As: ErrInvalidKey,
-// ErrInvalidPayload, ErrKeyReused, *InProgressError (ErrInProgress),
-// *FailureError (ErrPermanentFailure, new or replayed), ErrRetriesExhausted,
+// Errors, checked with errors.Is or errors.As: core.ErrInvalidKey,
+// core.ErrInvalidPayload, core.ErrKeyReused, *core.InProgressError (core.ErrInProgress),
+// *core.FailureError (core.ErrPermanentFailure, new or replayed), core.ErrRetriesExhausted,
 // ErrTransientFailure (a later delivery may run again), ErrOutcomeNotRecorded
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
@@ -247,7 +247,7 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 		if round >= 2 {
 			// The record changed under us twice: someone else is racing
 			// for it. Report in progress rather than loop.
-			return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: now.Add(cfg.base)}
+			return Outcome{Attempts: existing.Attempts}, &core.InProgressError{RetryAt: now.Add(cfg.base)}
 		}
 		prev, c.tookOver = d.Prev, d.Takeover
 	}
@@ -265,7 +265,7 @@ func (r *Runner) answer(existing core.Record, d core.Decision) (Outcome, error) 
 		}
 		return out, d.Err
 	case core.InProgress:
-		return Outcome{Attempts: existing.Attempts}, &InProgressError{RetryAt: d.RetryAt}
+		return Outcome{Attempts: existing.Attempts}, &core.InProgressError{RetryAt: d.RetryAt}
 	}
 	return Outcome{Attempts: existing.Attempts}, d.Err
 }
@@ -286,11 +286,11 @@ func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
 			return c.succeed(rec, result, now)
 		}
 		if c.r.classify(c.ctx, herr) != core.Transient {
-			ferr := &FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
+			ferr := &core.FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
 			return c.fail(rec, herr, false, now, ferr)
 		}
 		if rec.Attempts >= cfg.maxAttempts {
-			return c.fail(rec, herr, true, now, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, rec.Attempts, herr))
+			return c.fail(rec, herr, true, now, fmt.Errorf("%w after %d attempts: %w", core.ErrRetriesExhausted, rec.Attempts, herr))
 		}
 		outErr := fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
 		delay, ok := c.nextTry(rec.Attempts-first+1, herr, now, longest)
@@ -435,7 +435,7 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
 	if out.Cached {
 		a = append(a, slog.Bool("cached", true))
 	}
-	var ip *InProgressError
+	var ip *core.InProgressError
 	if errors.As(err, &ip) {
 		a = append(a, slog.Time("retry_at", ip.RetryAt))
 	}

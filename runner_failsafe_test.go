@@ -38,8 +38,8 @@ func TestShortRetentionNeverFreesALiveLease(t *testing.T) {
 	f.clock.Advance(2 * time.Minute) // retention over, lease live
 	_, err := f.runner.Do(ctx, "evt:r1:notify", []byte(`{}`), slow)
 	close(release)
-	if !errors.Is(err, idem.ErrInProgress) {
-		t.Errorf("second call past retention = %v, want ErrInProgress", err)
+	if !errors.Is(err, core.ErrInProgress) {
+		t.Errorf("second call past retention = %v, want core.ErrInProgress", err)
 	}
 	if err := <-done; err != nil {
 		t.Errorf("first call = %v", err)
@@ -116,8 +116,8 @@ func TestMaxAttemptsBoundsExecutionsAcrossCrashes(t *testing.T) {
 			if n := runs.Load(); n > 3 {
 				t.Errorf("handler ran %d times with WithMaxAttempts(3)", n)
 			}
-			if !errors.Is(last, idem.ErrRetriesExhausted) {
-				t.Errorf("last delivery = %v, want ErrRetriesExhausted", last)
+			if !errors.Is(last, core.ErrRetriesExhausted) {
+				t.Errorf("last delivery = %v, want core.ErrRetriesExhausted", last)
 			}
 		})
 	}
@@ -141,7 +141,7 @@ func TestCancellationIsNeverStoredAsPermanent(t *testing.T) {
 				cancel()
 				return nil, tc.ret(ctx)
 			})
-			if errors.Is(err, idem.ErrPermanentFailure) {
+			if errors.Is(err, core.ErrPermanentFailure) {
 				t.Fatalf("cancelled call = %v, want no permanent failure", err)
 			}
 			out, err := f.runner.Do(f.ctx(t, 30*time.Second), "evt:r4:notify", []byte(`{}`), func(context.Context) ([]byte, error) {

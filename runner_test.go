@@ -126,8 +126,8 @@ func TestSameKeyOtherPayloadRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := f.runner.Do(ctx, "evt:e3:charge", []byte(`{"amount":101}`), h.handler)
-	if !errors.Is(err, idem.ErrKeyReused) || out.Replayed || out.Result != nil || h.n.Load() != 1 {
-		t.Fatalf("Do = %+v, %v after %d runs; want ErrKeyReused, no run", out, err, h.n.Load())
+	if !errors.Is(err, core.ErrKeyReused) || out.Replayed || out.Result != nil || h.n.Load() != 1 {
+		t.Fatalf("Do = %+v, %v after %d runs; want core.ErrKeyReused, no run", out, err, h.n.Load())
 	}
 }
 
@@ -135,12 +135,12 @@ func TestInvalidKeyRejected(t *testing.T) {
 	f := newFixture(t)
 	h := &counter{}
 	for _, k := range []string{"", "short", "has space in it", string(make([]byte, 200))} {
-		if _, err := f.runner.Do(f.ctx(t, time.Second), k, []byte(`{}`), h.handler); !errors.Is(err, idem.ErrInvalidKey) {
-			t.Errorf("key %q: err = %v, want ErrInvalidKey", k, err)
+		if _, err := f.runner.Do(f.ctx(t, time.Second), k, []byte(`{}`), h.handler); !errors.Is(err, core.ErrInvalidKey) {
+			t.Errorf("key %q: err = %v, want core.ErrInvalidKey", k, err)
 		}
 	}
-	if _, err := f.runner.Do(f.ctx(t, time.Second), "evt:ok:key", []byte(`{"a":`), h.handler); !errors.Is(err, idem.ErrInvalidPayload) {
-		t.Errorf("bad payload: err = %v, want ErrInvalidPayload", err)
+	if _, err := f.runner.Do(f.ctx(t, time.Second), "evt:ok:key", []byte(`{"a":`), h.handler); !errors.Is(err, core.ErrInvalidPayload) {
+		t.Errorf("bad payload: err = %v, want core.ErrInvalidPayload", err)
 	}
 	if h.n.Load() != 0 || f.store.Len() != 0 {
 		t.Fatalf("handler ran %d times, store holds %d records; want none", h.n.Load(), f.store.Len())
@@ -153,9 +153,9 @@ func TestPermanentErrorRunsOnce(t *testing.T) {
 	h := &counter{errs: []error{declined, declined}}
 	ctx := f.ctx(t, 30*time.Second)
 	_, err := f.runner.Do(ctx, "evt:e4:charge", []byte(`{"id":"e4"}`), h.handler)
-	var fe *idem.FailureError
-	if !errors.As(err, &fe) || fe.Replayed || !errors.Is(err, declined) || !errors.Is(err, idem.ErrPermanentFailure) {
-		t.Fatalf("first call err = %v, want a new permanent FailureError wrapping the handler's", err)
+	var fe *core.FailureError
+	if !errors.As(err, &fe) || fe.Replayed || !errors.Is(err, declined) || !errors.Is(err, core.ErrPermanentFailure) {
+		t.Fatalf("first call err = %v, want a new permanent core.FailureError wrapping the handler's", err)
 	}
 	_, err = f.runner.Do(ctx, "evt:e4:charge", []byte(`{"id":"e4"}`), h.handler)
 	if !errors.As(err, &fe) || !fe.Replayed || fe.Message != "card declined" {
@@ -171,8 +171,8 @@ func TestTransientErrorsExhaustWithCappedDelays(t *testing.T) {
 	h := &counter{errs: []error{transient("a"), transient("b"), transient("c"), transient("d"), transient("e"), nil}}
 	ctx := f.ctx(t, 30*time.Second)
 	out, err := f.runner.Do(ctx, "evt:e5:notify", []byte(`{"id":"e5"}`), h.handler)
-	if !errors.Is(err, idem.ErrRetriesExhausted) || out.Attempts != 5 || h.n.Load() != 5 {
-		t.Fatalf("Do = %+v, %v after %d runs; want ErrRetriesExhausted after 5", out, err, h.n.Load())
+	if !errors.Is(err, core.ErrRetriesExhausted) || out.Attempts != 5 || h.n.Load() != 5 {
+		t.Fatalf("Do = %+v, %v after %d runs; want core.ErrRetriesExhausted after 5", out, err, h.n.Load())
 	}
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}
 	if got := f.clock.Sleeps(); !slices.Equal(got, want) {
@@ -180,7 +180,7 @@ func TestTransientErrorsExhaustWithCappedDelays(t *testing.T) {
 	}
 	// A later delivery is rejected without running.
 	_, err = f.runner.Do(ctx, "evt:e5:notify", []byte(`{"id":"e5"}`), h.handler)
-	if !errors.Is(err, idem.ErrRetriesExhausted) || h.n.Load() != 5 {
+	if !errors.Is(err, core.ErrRetriesExhausted) || h.n.Load() != 5 {
 		t.Fatalf("redelivery: %v after %d runs", err, h.n.Load())
 	}
 }
@@ -194,7 +194,7 @@ func TestAttemptsCountAcrossDeliveries(t *testing.T) {
 		t.Fatalf("first delivery: %+v %v, want ErrTransientFailure after 2 attempts", out, err)
 	}
 	out, err = f.runner.Do(ctx, "evt:e6:notify", []byte(`{}`), h.handler)
-	if !errors.Is(err, idem.ErrRetriesExhausted) || out.Attempts != 3 || h.n.Load() != 3 {
+	if !errors.Is(err, core.ErrRetriesExhausted) || out.Attempts != 3 || h.n.Load() != 3 {
 		t.Fatalf("second delivery: %+v %v after %d runs, want exhausted at attempt 3", out, err, h.n.Load())
 	}
 }
@@ -234,9 +234,9 @@ func TestConcurrentCallsRunOnce(t *testing.T) {
 	}()
 	<-started
 	_, err := f.runner.Do(ctx, "evt:e8:notify", []byte(`{}`), slow)
-	var ip *idem.InProgressError
-	if !errors.As(err, &ip) || !errors.Is(err, idem.ErrInProgress) {
-		t.Fatalf("second call err = %v, want InProgressError", err)
+	var ip *core.InProgressError
+	if !errors.As(err, &ip) || !errors.Is(err, core.ErrInProgress) {
+		t.Fatalf("second call err = %v, want core.InProgressError", err)
 	}
 	if want := t0.Add(30*time.Second + idem.DefaultLeaseMargin); !ip.RetryAt.Equal(want) {
 		t.Fatalf("RetryAt = %v, want the lease end %v", ip.RetryAt, want)
@@ -272,7 +272,7 @@ func TestExpiredLeaseTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &counter{result: []byte(`"x"`)}
-	if _, err := f.runner.Do(ctx, "evt:e10:notify", []byte(`{}`), h.handler); !errors.Is(err, idem.ErrInProgress) || h.n.Load() != 0 {
+	if _, err := f.runner.Do(ctx, "evt:e10:notify", []byte(`{}`), h.handler); !errors.Is(err, core.ErrInProgress) || h.n.Load() != 0 {
 		t.Fatalf("before lease end: %v after %d runs, want in progress", err, h.n.Load())
 	}
 	f.clock.Advance(11 * time.Second)
@@ -350,7 +350,7 @@ func TestCompletionFailureSurfacesAndKeyStaysLeased(t *testing.T) {
 	}
 	fs.failures = 0
 	// Before the lease ends the key is refused; after it, taken over.
-	if _, err := r.Do(f.ctx(t, 5*time.Second), "evt:e13:charge", []byte(`{}`), h); !errors.Is(err, idem.ErrInProgress) || runs != 1 {
+	if _, err := r.Do(f.ctx(t, 5*time.Second), "evt:e13:charge", []byte(`{}`), h); !errors.Is(err, core.ErrInProgress) || runs != 1 {
 		t.Fatalf("before lease end: %v after %d runs", err, runs)
 	}
 	clock.Advance(10 * time.Second)
@@ -386,8 +386,8 @@ func TestCacheAnswersWithoutStore(t *testing.T) {
 	if err != nil || !out.Replayed || string(out.Result) != `"r"` || cs.calls.Load() != before {
 		t.Fatalf("cached duplicate: %+v %v, store calls %d→%d; want a replay with no store call", out, err, before, cs.calls.Load())
 	}
-	if _, err := r.Do(ctx, "evt:c1:notify", []byte(`{"a":2}`), h.handler); !errors.Is(err, idem.ErrKeyReused) {
-		t.Fatalf("cached key with another payload: %v, want ErrKeyReused", err)
+	if _, err := r.Do(ctx, "evt:c1:notify", []byte(`{"a":2}`), h.handler); !errors.Is(err, core.ErrKeyReused) {
+		t.Fatalf("cached key with another payload: %v, want core.ErrKeyReused", err)
 	}
 	clock.Advance(2 * time.Minute)
 	out, err = r.Do(ctx, "evt:c1:notify", []byte(`{"a":2}`), h.handler)

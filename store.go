@@ -93,14 +93,3 @@ type ErrorClassifier interface {
 	// ClassifyError returns err's class, or core.Unknown.
 	ClassifyError(err error) core.Class
 }
-
-// Sentinel errors of the decision table, re-exported from core so that
-// callers need import only this package. Checked with errors.Is.
-var (
-	ErrInvalidKey       = core.ErrInvalidKey
-	ErrInvalidPayload   = core.ErrInvalidPayload
-	ErrKeyReused        = core.ErrKeyReused
-	ErrInProgress       = core.ErrInProgress
-	ErrPermanentFailure = core.ErrPermanentFailure
-	ErrRetriesExhausted = core.ErrRetriesExhausted
-)

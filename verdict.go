@@ -3,6 +3,8 @@ package idem
 import (
 	"errors"
 	"fmt"
+
+	"github.com/idemgo/idem/core"
 )
 
 // Verdict is what happened to one call of Runner.Do. It is the one
@@ -20,19 +22,19 @@ const (
 	// Replayed: a recorded success was returned; the handler did not run.
 	Replayed
 	// ReplayedFailure: a recorded permanent failure was returned
-	// (*FailureError with Replayed set); the handler did not run.
+	// (*core.FailureError with Replayed set); the handler did not run.
 	ReplayedFailure
-	// InProgress: another execution holds a live lease (*InProgressError).
+	// InProgress: another execution holds a live lease (*core.InProgressError).
 	InProgress
-	// KeyReused: the key was recorded with another payload (ErrKeyReused).
+	// KeyReused: the key was recorded with another payload (core.ErrKeyReused).
 	KeyReused
-	// InvalidKey: the key is missing or malformed (ErrInvalidKey).
+	// InvalidKey: the key is missing or malformed (core.ErrInvalidKey).
 	InvalidKey
-	// InvalidPayload: the payload is not acceptable JSON (ErrInvalidPayload).
+	// InvalidPayload: the payload is not acceptable JSON (core.ErrInvalidPayload).
 	InvalidPayload
-	// RetriesExhausted: the key's attempts are used up (ErrRetriesExhausted).
+	// RetriesExhausted: the key's attempts are used up (core.ErrRetriesExhausted).
 	RetriesExhausted
-	// FailedPermanently: the handler failed permanently (*FailureError); the
+	// FailedPermanently: the handler failed permanently (*core.FailureError); the
 	// failure was recorded unless the error also wraps
 	// ErrOutcomeNotRecorded.
 	FailedPermanently
@@ -96,21 +98,21 @@ func (v Verdict) Ran() bool {
 // stays one to retry); OutcomeNotRecorded is the verdict of a success that
 // could not be recorded.
 func VerdictOf(err error) Verdict {
-	var fe *FailureError
+	var fe *core.FailureError
 	switch {
 	case err == nil:
 		return VerdictUnknown
-	case errors.Is(err, ErrInvalidKey):
+	case errors.Is(err, core.ErrInvalidKey):
 		return InvalidKey
-	case errors.Is(err, ErrInvalidPayload):
+	case errors.Is(err, core.ErrInvalidPayload):
 		return InvalidPayload
-	case errors.Is(err, ErrKeyReused):
+	case errors.Is(err, core.ErrKeyReused):
 		return KeyReused
-	case errors.Is(err, ErrInProgress):
+	case errors.Is(err, core.ErrInProgress):
 		return InProgress
 	case errors.Is(err, ErrTransientFailure):
 		return FailedTransiently
-	case errors.Is(err, ErrRetriesExhausted):
+	case errors.Is(err, core.ErrRetriesExhausted):
 		return RetriesExhausted
 	case errors.As(err, &fe) && fe.Replayed:
 		return ReplayedFailure

@@ -68,8 +68,8 @@ func TestVerdictOfJoinedAndStoreErrors(t *testing.T) {
 		want idem.Verdict
 	}{
 		{"nil", nil, idem.VerdictUnknown},
-		{"in progress", &idem.InProgressError{}, idem.InProgress},
-		{"a failure keeps its verdict when not recorded", errors.Join(&idem.FailureError{Message: "x"}, idem.ErrOutcomeNotRecorded), idem.FailedPermanently},
+		{"in progress", &core.InProgressError{}, idem.InProgress},
+		{"a failure keeps its verdict when not recorded", errors.Join(&core.FailureError{Message: "x"}, idem.ErrOutcomeNotRecorded), idem.FailedPermanently},
 		{"a transient failure stays transient when not recorded", errors.Join(fmt.Errorf("%w: busy", idem.ErrTransientFailure), idem.ErrOutcomeNotRecorded), idem.FailedTransiently},
 		{"lease lost", fmt.Errorf("wrapped: %w", idem.ErrLeaseLost), idem.OutcomeNotRecorded},
 		{"store error", core.MarkTransient(errors.New("throttled")), idem.StoreFailed},

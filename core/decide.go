@@ -57,7 +57,7 @@ type Decision struct {
 	// Err is, for Reject, an error wrapping ErrInvalidKey, ErrKeyReused or
 	// ErrRetriesExhausted; for a replayed permanent failure (Action Replay
 	// with a failed record), an error wrapping ErrPermanentFailure; for
-	// InProgress, ErrInProgress. Nil otherwise.
+	// InProgress, an *InProgressError. Nil otherwise.
 	Err error
 	// Takeover reports, for Execute, that an expired lease is taken over.
 	Takeover bool
@@ -87,7 +87,7 @@ func Decide(key string, rec *Record, fingerprint string, now time.Time, p Policy
 	switch rec.Status {
 	case StatusInProgress:
 		if !rec.LeaseExpired(now) {
-			return Decision{Action: InProgress, Err: ErrInProgress, RetryAt: rec.LeaseUntil, Prev: rec}
+			return Decision{Action: InProgress, Err: &InProgressError{RetryAt: rec.LeaseUntil}, RetryAt: rec.LeaseUntil, Prev: rec}
 		}
 		// The holder crashed or timed out, which is no handler verdict, but
 		// its attempt counts: a key that keeps crashing its holder stops at
@@ -109,6 +109,21 @@ func Decide(key string, rec *Record, fingerprint string, now time.Time, p Policy
 	}
 	return Decision{Action: Reject, Err: fmt.Errorf("%w: stored record has unknown status %q", ErrPermanentFailure, rec.Status), Prev: rec}
 }
+
+// InProgressError is the answer while another execution holds a live lease
+// on the key. errors.Is(err, ErrInProgress) holds for it.
+type InProgressError struct {
+	// RetryAt is when the blocking lease ends: retrying earlier is refused.
+	RetryAt time.Time
+}
+
+// Error describes the wait.
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("idem: execution in progress, retry after %s", e.RetryAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is ErrInProgress.
+func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
 // FailureError is a permanent handler failure, new or replayed from the
 // store. errors.Is(err, ErrPermanentFailure) holds for it.

@@ -58,7 +58,7 @@ func TestRunnerOverDDBStoreRetriesAWSErrors(t *testing.T) {
 			if tc.transient && (!errors.Is(err, idem.ErrTransientFailure) || !rec.Retryable) {
 				t.Fatalf("Do = %v, stored %v; want a retryable failure", err, rec)
 			}
-			if !tc.transient && (!errors.Is(err, idem.ErrPermanentFailure) || rec.Retryable || rec.Status != core.StatusFailed) {
+			if !tc.transient && (!errors.Is(err, core.ErrPermanentFailure) || rec.Retryable || rec.Status != core.StatusFailed) {
 				t.Fatalf("Do = %v, stored %v; want a permanent failure", err, rec)
 			}
 		})

@@ -93,7 +93,7 @@ func classify(t *testing.T, out idem.Outcome, err error) class {
 		return executed
 	case errors.Is(err, idem.ErrOutcomeNotRecorded):
 		return notRecorded
-	case errors.Is(err, idem.ErrInProgress):
+	case errors.Is(err, core.ErrInProgress):
 		return inProgress
 	case core.Classify(err, core.DefaultClassifiers...) == core.Transient:
 		var se *ddbstore.Error

@@ -311,7 +311,7 @@ func TestCallsPerPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("in progress", want{1, extra}, func() {
-		if _, err := r.Do(ctx, "calls:key:2", []byte(`{}`), ok); !errors.Is(err, idem.ErrInProgress) {
+		if _, err := r.Do(ctx, "calls:key:2", []byte(`{}`), ok); !errors.Is(err, core.ErrInProgress) {
 			t.Fatalf("Do = %v, want ErrInProgress", err)
 		}
 	})

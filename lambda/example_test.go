@@ -147,7 +147,7 @@ func ExampleTyped() {
 	a, _ := handle(ctx, refund{PaymentID: "pay_42", Cents: 1500})
 	b, _ := handle(ctx, refund{PaymentID: "pay_42", Cents: 1500}) // the state machine retried
 	_, err = handle(ctx, refund{PaymentID: "pay_42", Cents: 9900})
-	fmt.Println(a.RefundID, b.RefundID, refunds, errors.Is(err, idem.ErrKeyReused))
+	fmt.Println(a.RefundID, b.RefundID, refunds, errors.Is(err, core.ErrKeyReused))
 	// Output:
 	// re_1 re_1 1 true
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
@@ -111,7 +110,7 @@ func FuzzRequestPayload(f *testing.F) {
 	f.Add("POST", "/d", `{"a":1,"a":2}`)
 	f.Fuzz(func(t *testing.T, method, path, body string) {
 		p, err := idemlambda.RequestPayload(method, path, body, false)
-		if errors.Is(err, idem.ErrInvalidPayload) && strings.Count(body, "[")+strings.Count(body, "{") > idemlambda.MaxBodyDepth {
+		if errors.Is(err, core.ErrInvalidPayload) && strings.Count(body, "[")+strings.Count(body, "{") > idemlambda.MaxBodyDepth {
 			return // nested too deep: refused
 		}
 		if err != nil {

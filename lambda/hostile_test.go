@@ -437,16 +437,16 @@ func TestHostileTyped(t *testing.T) {
 		wantErr []error
 		runs    int
 	}{
-		{name: "key function error", in: json.RawMessage(`{}`), wantErr: []error{idemlambda.ErrMissingKey, idem.ErrInvalidKey}},
-		{name: "key too short", in: json.RawMessage(`{}`), key: "k", wantErr: []error{idem.ErrInvalidKey}},
-		{name: "key with a comma", in: json.RawMessage(`{}`), key: "evt:a,b:typed", wantErr: []error{idem.ErrInvalidKey}},
-		{name: "key with a NUL", in: json.RawMessage(`{}`), key: "evt:a\x00b:typed", wantErr: []error{idem.ErrInvalidKey}},
-		{name: "64 KiB key", in: json.RawMessage(`{}`), key: strings.Repeat("k", 64<<10), wantErr: []error{idem.ErrInvalidKey}},
-		{name: "deeply nested input", in: json.RawMessage(nested(hostileDepth, "[", "", "]")), key: key, wantErr: []error{idem.ErrInvalidPayload}},
+		{name: "key function error", in: json.RawMessage(`{}`), wantErr: []error{idemlambda.ErrMissingKey, core.ErrInvalidKey}},
+		{name: "key too short", in: json.RawMessage(`{}`), key: "k", wantErr: []error{core.ErrInvalidKey}},
+		{name: "key with a comma", in: json.RawMessage(`{}`), key: "evt:a,b:typed", wantErr: []error{core.ErrInvalidKey}},
+		{name: "key with a NUL", in: json.RawMessage(`{}`), key: "evt:a\x00b:typed", wantErr: []error{core.ErrInvalidKey}},
+		{name: "64 KiB key", in: json.RawMessage(`{}`), key: strings.Repeat("k", 64<<10), wantErr: []error{core.ErrInvalidKey}},
+		{name: "deeply nested input", in: json.RawMessage(nested(hostileDepth, "[", "", "]")), key: key, wantErr: []error{core.ErrInvalidPayload}},
 		{name: "input nested at encoding/json's limit", in: json.RawMessage(nested(10000, "[", "", "]")), key: key, runs: 1},
-		{name: "input nested past encoding/json's limit", in: json.RawMessage(nested(10001, "[", "", "]")), key: key, wantErr: []error{idem.ErrInvalidPayload}},
-		{name: "input that is not JSON", in: json.RawMessage(`{"a":`), key: key, wantErr: []error{idem.ErrInvalidPayload}},
-		{name: "duplicate JSON keys", in: json.RawMessage(`{"a":1,"a":2}`), key: key, wantErr: []error{idem.ErrInvalidPayload}},
+		{name: "input nested past encoding/json's limit", in: json.RawMessage(nested(10001, "[", "", "]")), key: key, wantErr: []error{core.ErrInvalidPayload}},
+		{name: "input that is not JSON", in: json.RawMessage(`{"a":`), key: key, wantErr: []error{core.ErrInvalidPayload}},
+		{name: "duplicate JSON keys", in: json.RawMessage(`{"a":1,"a":2}`), key: key, wantErr: []error{core.ErrInvalidPayload}},
 		{name: "invalid UTF-8 in a string", in: json.RawMessage("{\"a\":\"\xff\"}"), key: key, runs: 1},
 		{name: "lone surrogate in a string", in: json.RawMessage(`{"a":"\ud800"}`), key: key, runs: 1},
 		{name: "1 MiB input", in: json.RawMessage(oneMiB), key: key, runs: 1},
@@ -493,7 +493,7 @@ func TestHostileTyped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := handle(e.ctx(t, time.Minute), map[string]any{"x": math.NaN()}); !errors.Is(err, idem.ErrInvalidPayload) {
+		if _, err := handle(e.ctx(t, time.Minute), map[string]any{"x": math.NaN()}); !errors.Is(err, core.ErrInvalidPayload) {
 			t.Errorf("err = %v, want ErrInvalidPayload", err)
 		}
 	})

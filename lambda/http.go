@@ -275,7 +275,7 @@ func stringOf(v any) string {
 // up case-insensitively; a quoted string is unquoted): ok is false if there
 // is none. The error, for a present but unusable header (empty, longer than
 // MaxHeaderKeyLen, characters outside visible ASCII, a comma, several
-// values), wraps idem.ErrInvalidKey. A comma is refused because HTTP APIs
+// values), wraps core.ErrInvalidKey. A comma is refused because HTTP APIs
 // and function URLs deliver a repeated header as one value joined with
 // commas; refusing it everywhere keeps one rule for every event type.
 func IdempotencyKeyHeader(headers map[string]string, multi map[string][]string) (value string, ok bool, err error) {
@@ -296,24 +296,24 @@ func IdempotencyKeyHeader(headers map[string]string, multi map[string][]string) 
 		return "", false, nil
 	}
 	if len(vals) > 1 {
-		return "", true, fmt.Errorf("%w: %d Idempotency-Key headers, want one", idem.ErrInvalidKey, len(vals))
+		return "", true, fmt.Errorf("%w: %d Idempotency-Key headers, want one", core.ErrInvalidKey, len(vals))
 	}
 	v := vals[0]
 	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
 		v = v[1 : len(v)-1]
 	}
 	if v == "" {
-		return "", true, fmt.Errorf("%w: empty Idempotency-Key header", idem.ErrInvalidKey)
+		return "", true, fmt.Errorf("%w: empty Idempotency-Key header", core.ErrInvalidKey)
 	}
 	if len(v) > MaxHeaderKeyLen {
-		return "", true, fmt.Errorf("%w: Idempotency-Key header is %d characters, at most %d", idem.ErrInvalidKey, len(v), MaxHeaderKeyLen)
+		return "", true, fmt.Errorf("%w: Idempotency-Key header is %d characters, at most %d", core.ErrInvalidKey, len(v), MaxHeaderKeyLen)
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] == ',' {
-			return "", true, fmt.Errorf("%w: Idempotency-Key header has a comma at offset %d: repeated headers, or a key that is not allowed", idem.ErrInvalidKey, i)
+			return "", true, fmt.Errorf("%w: Idempotency-Key header has a comma at offset %d: repeated headers, or a key that is not allowed", core.ErrInvalidKey, i)
 		}
 		if v[i] < 0x21 || v[i] > 0x7e {
-			return "", true, fmt.Errorf("%w: Idempotency-Key header has byte %#02x at offset %d, want visible ASCII", idem.ErrInvalidKey, v[i], i)
+			return "", true, fmt.Errorf("%w: Idempotency-Key header has byte %#02x at offset %d, want visible ASCII", core.ErrInvalidKey, v[i], i)
 		}
 	}
 	return v, true, nil
@@ -324,7 +324,7 @@ func IdempotencyKeyHeader(headers map[string]string, multi map[string][]string) 
 // means anonymous; see core.DeriveKey). The method and the path are not
 // part of it but of the fingerprint (RequestPayload), so that the key used
 // on another endpoint is refused as reused rather than run again. The error
-// wraps idem.ErrInvalidKey.
+// wraps core.ErrInvalidKey.
 func HTTPKey(headerValue string, identity []string) (string, error) {
 	who := "anonymous"
 	if len(identity) > 0 {
@@ -342,7 +342,7 @@ func digest(s string) string {
 // URLs deliver it: body itself, or, when isBase64 is set (binary media types,
 // and any body an HTTP API or a function URL chooses to encode), its base64
 // decoding. The error, for a body that does not decode, wraps
-// idem.ErrInvalidPayload. Handlers use it to read the body the wrappers
+// core.ErrInvalidPayload. Handlers use it to read the body the wrappers
 // fingerprinted.
 func DecodeBody(body string, isBase64 bool) ([]byte, error) {
 	if !isBase64 {
@@ -350,7 +350,7 @@ func DecodeBody(body string, isBase64 bool) ([]byte, error) {
 	}
 	raw, err := base64.StdEncoding.DecodeString(body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: body is not valid base64: %v", idem.ErrInvalidPayload, err)
+		return nil, fmt.Errorf("%w: body is not valid base64: %v", core.ErrInvalidPayload, err)
 	}
 	return raw, nil
 }
@@ -362,14 +362,14 @@ func DecodeBody(body string, isBase64 bool) ([]byte, error) {
 // {"method":..,"path":..,"base64":"<body>"} for binary data; an empty body
 // is left out. The error, for a base64 body that does not decode or a body
 // that opens with '[' or '{' and nests arrays and objects deeper than
-// MaxBodyDepth, wraps idem.ErrInvalidPayload.
+// MaxBodyDepth, wraps core.ErrInvalidPayload.
 func RequestPayload(method, path, body string, isBase64 bool) ([]byte, error) {
 	raw, err := DecodeBody(body, isBase64)
 	if err != nil {
 		return nil, err
 	}
 	if nestsDeeper(raw, MaxBodyDepth) {
-		return nil, fmt.Errorf("%w: body nests arrays and objects deeper than %d", idem.ErrInvalidPayload, MaxBodyDepth)
+		return nil, fmt.Errorf("%w: body nests arrays and objects deeper than %d", core.ErrInvalidPayload, MaxBodyDepth)
 	}
 	p := struct {
 		Method string          `json:"method"`
@@ -390,7 +390,7 @@ func RequestPayload(method, path, body string, isBase64 bool) ([]byte, error) {
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", idem.ErrInvalidPayload, err)
+		return nil, fmt.Errorf("%w: %v", core.ErrInvalidPayload, err)
 	}
 	return b, nil
 }
@@ -556,7 +556,7 @@ func (w *httpWrapper) answer(out idem.Outcome, err error) (Response, error) {
 	case idem.Replayed:
 		return w.replay(out)
 	case idem.InProgress:
-		var ipe *idem.InProgressError
+		var ipe *core.InProgressError
 		errors.As(err, &ipe)
 		resp := problem(http.StatusConflict, ProblemInProgress, "Request in progress",
 			"A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After.")

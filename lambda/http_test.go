@@ -529,7 +529,7 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 			if got != tc.want || present != tc.present || (err != nil) != tc.wantErr {
 				t.Fatalf("= %q, %v, %v; want %q, %v, error %v", got, present, err, tc.want, tc.present, tc.wantErr)
 			}
-			if err != nil && !errors.Is(err, idem.ErrInvalidKey) {
+			if err != nil && !errors.Is(err, core.ErrInvalidKey) {
 				t.Fatalf("error %v does not wrap ErrInvalidKey", err)
 			}
 		})
@@ -583,11 +583,11 @@ func TestRequestPayload(t *testing.T) {
 	if fp("POST", "/x", "a=1", false) == fp("POST", "/x", `"a=1"`, false) {
 		t.Errorf("a text body and the JSON string of the same text share a fingerprint")
 	}
-	if _, err := idemlambda.RequestPayload("POST", "/x", "not base64!", true); !errors.Is(err, idem.ErrInvalidPayload) {
+	if _, err := idemlambda.RequestPayload("POST", "/x", "not base64!", true); !errors.Is(err, core.ErrInvalidPayload) {
 		t.Errorf("bad base64: err = %v want ErrInvalidPayload", err)
 	}
 	deep := strings.Repeat("[", idemlambda.MaxBodyDepth+1) + strings.Repeat("]", idemlambda.MaxBodyDepth+1)
-	if _, err := idemlambda.RequestPayload("POST", "/x", deep, false); !errors.Is(err, idem.ErrInvalidPayload) {
+	if _, err := idemlambda.RequestPayload("POST", "/x", deep, false); !errors.Is(err, core.ErrInvalidPayload) {
 		t.Errorf("too deep: err = %v want ErrInvalidPayload", err)
 	}
 }
@@ -614,7 +614,7 @@ func TestDecodeBody(t *testing.T) {
 			if string(got) != tc.want || (err != nil) != tc.wantErr {
 				t.Fatalf("= %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
 			}
-			if err != nil && !errors.Is(err, idem.ErrInvalidPayload) {
+			if err != nil && !errors.Is(err, core.ErrInvalidPayload) {
 				t.Fatalf("error %v does not wrap ErrInvalidPayload", err)
 			}
 		})

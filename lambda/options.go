@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
 )
 
 // Defaults of the wrappers' options.
@@ -165,7 +166,7 @@ func outcomeAttrs(attrs []slog.Attr, key string, out idem.Outcome, err error) []
 	if key != "" {
 		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
 	}
-	var ipe *idem.InProgressError
+	var ipe *core.InProgressError
 	if errors.As(err, &ipe) {
 		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
 	}

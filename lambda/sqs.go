@@ -27,7 +27,7 @@ var ErrMissingKey = errors.New("idemlambda: event has no usable idempotency key"
 // core.DeriveKey so that the key has a fixed length and holds no user data.
 // The same event and action always give the same key; another event or
 // another action gives another key. Both parts must be non-empty and free of
-// control characters; otherwise the error wraps idem.ErrInvalidKey. The SQS
+// control characters; otherwise the error wraps core.ErrInvalidKey. The SQS
 // wrapper keys every message with it; Typed users may call it in their key
 // function.
 func EventKey(eventID, action string) (string, error) {
@@ -35,7 +35,7 @@ func EventKey(eventID, action string) (string, error) {
 		return "", fmt.Errorf("%w: empty event id", ErrMissingKey)
 	}
 	if action == "" {
-		return "", fmt.Errorf("%w: empty action", idem.ErrInvalidKey)
+		return "", fmt.Errorf("%w: empty action", core.ErrInvalidKey)
 	}
 	return core.DeriveKey("evt", eventID, action)
 }
@@ -185,7 +185,7 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // It reports in batchItemFailures, for SQS to redeliver (the event source
 // mapping must have FunctionResponseTypes: [ReportBatchItemFailures]):
 //   - transient failures (idem.ErrTransientFailure) and store errors;
-//   - duplicates still in progress elsewhere (*idem.InProgressError);
+//   - duplicates still in progress elsewhere (*core.InProgressError);
 //   - messages not started because less than the safety margin
 //     (WithSafetyMargin) was left before the invocation's deadline;
 //   - in a FIFO queue, the messages of a message group after the group's

@@ -491,7 +491,7 @@ func TestEventKey(t *testing.T) {
 	if _, err := idemlambda.EventKey("", "charge"); !errors.Is(err, idemlambda.ErrMissingKey) {
 		t.Errorf("empty event id: err = %v want ErrMissingKey", err)
 	}
-	if _, err := idemlambda.EventKey("e", ""); !errors.Is(err, idem.ErrInvalidKey) {
+	if _, err := idemlambda.EventKey("e", ""); !errors.Is(err, core.ErrInvalidKey) {
 		t.Errorf("empty action: err = %v want ErrInvalidKey", err)
 	}
 }

@@ -23,12 +23,12 @@ var ErrResultOmitted = errors.New("idemlambda: stored result was omitted (too la
 // must be a valid key (8 to 128 characters of [A-Za-z0-9:_-], see
 // core.ValidateKey); derive one from free-form identities with EventKey or
 // core.DeriveKey. A keyFn error is returned wrapped with ErrMissingKey and
-// idem.ErrInvalidKey.
+// core.ErrInvalidKey.
 //
 // The payload fingerprint is the JSON of the event; handler's Out is stored
 // as JSON and decoded on a replay. Errors are the runner's, passed through
-// as they are (*idem.InProgressError, *idem.FailureError,
-// idem.ErrKeyReused, idem.ErrTransientFailure, ...), so that the invoker's
+// as they are (*core.InProgressError, *core.FailureError,
+// core.ErrKeyReused, idem.ErrTransientFailure, ...), so that the invoker's
 // own retry policy (a Step Functions Retry, Lambda's asynchronous retries)
 // sees them. When handler ran but its outcome could not be recorded, its Out
 // is returned together with the error.
@@ -61,13 +61,13 @@ func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
 	var zero Out
 	key, err := w.keyFn(in)
 	if err != nil {
-		err = fmt.Errorf("%w: %w: %w", ErrMissingKey, idem.ErrInvalidKey, err)
+		err = fmt.Errorf("%w: %w: %w", ErrMissingKey, core.ErrInvalidKey, err)
 		typedLog(ctx, w.cfg.logger, "", idem.InvalidKey.String(), idem.Outcome{}, err)
 		return zero, err
 	}
 	payload, err := json.Marshal(in)
 	if err != nil {
-		err = fmt.Errorf("%w: %w", idem.ErrInvalidPayload, err)
+		err = fmt.Errorf("%w: %w", core.ErrInvalidPayload, err)
 		typedLog(ctx, w.cfg.logger, key, idem.InvalidPayload.String(), idem.Outcome{}, err)
 		return zero, err
 	}

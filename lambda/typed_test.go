@@ -63,19 +63,19 @@ func TestTyped(t *testing.T) {
 	}{
 		{"first executes", shipment{OrderID: "o1", Weight: 3}, label{"TRK-o1", 1}, nil, 1},
 		{"duplicate replays the stored value", shipment{OrderID: "o1", Weight: 3}, label{"TRK-o1", 1}, nil, 1},
-		{"key reuse with another event", shipment{OrderID: "o1", Weight: 4}, label{}, func(err error) bool { return errors.Is(err, idem.ErrKeyReused) }, 1},
+		{"key reuse with another event", shipment{OrderID: "o1", Weight: 4}, label{}, func(err error) bool { return errors.Is(err, core.ErrKeyReused) }, 1},
 		{"permanent failure", shipment{OrderID: "o2", Fail: "permanent"}, label{}, func(err error) bool {
-			var fe *idem.FailureError
+			var fe *core.FailureError
 			return errors.As(err, &fe) && !fe.Replayed
 		}, 1},
 		{"permanent failure replayed", shipment{OrderID: "o2", Fail: "permanent"}, label{}, func(err error) bool {
-			var fe *idem.FailureError
+			var fe *core.FailureError
 			return errors.As(err, &fe) && fe.Replayed
 		}, 1},
 		{"transient failure", shipment{OrderID: "o3", Fail: "transient"}, label{}, func(err error) bool { return errors.Is(err, idem.ErrTransientFailure) }, 1},
 		{"transient failure runs again", shipment{OrderID: "o3", Fail: "transient"}, label{}, func(err error) bool { return errors.Is(err, idem.ErrTransientFailure) }, 2},
 		{"missing key", shipment{Weight: 1}, label{}, func(err error) bool {
-			return errors.Is(err, idemlambda.ErrMissingKey) && errors.Is(err, idem.ErrInvalidKey)
+			return errors.Is(err, idemlambda.ErrMissingKey) && errors.Is(err, core.ErrInvalidKey)
 		}, 0},
 	}
 	for i, s := range steps {
@@ -109,9 +109,9 @@ func TestTypedInProgressPassesThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = handle(e.ctx(t, time.Minute), ev)
-	var ipe *idem.InProgressError
+	var ipe *core.InProgressError
 	if !errors.As(err, &ipe) || !ipe.RetryAt.Equal(e.clock.Now().Add(30*time.Second)) {
-		t.Fatalf("err = %v; want *idem.InProgressError retrying at the lease end", err)
+		t.Fatalf("err = %v; want *core.InProgressError retrying at the lease end", err)
 	}
 }
 
@@ -156,7 +156,7 @@ func TestTypedArgumentErrors(t *testing.T) {
 	}
 	// A key that is not valid verbatim is refused by the runner.
 	handle, _ := idemlambda.Typed(e.runner, func(s string) (string, error) { return s, nil }, h)
-	if _, err := handle(e.ctx(t, time.Minute), "short"); !errors.Is(err, idem.ErrInvalidKey) {
+	if _, err := handle(e.ctx(t, time.Minute), "short"); !errors.Is(err, core.ErrInvalidKey) {
 		t.Errorf("short verbatim key: err = %v want ErrInvalidKey", err)
 	}
 }

@@ -59,7 +59,7 @@ func makeEvents(scenario, mode string, n, amountDelta int) []event {
 
 // outcome names what a call got.
 func outcome(out idem.Outcome, err error) string {
-	var ipe *idem.InProgressError
+	var ipe *core.InProgressError
 	switch {
 	case err == nil && out.Replayed:
 		return "replayed"
@@ -67,15 +67,15 @@ func outcome(out idem.Outcome, err error) string {
 		return "executed_takeover"
 	case err == nil:
 		return "executed"
-	case errors.Is(err, idem.ErrKeyReused):
+	case errors.Is(err, core.ErrKeyReused):
 		return "key_reused"
 	case errors.Is(err, idem.ErrTransientFailure):
 		return "transient_failure"
 	case errors.As(err, &ipe):
 		return "in_progress"
-	case errors.Is(err, idem.ErrRetriesExhausted):
+	case errors.Is(err, core.ErrRetriesExhausted):
 		return "retries_exhausted"
-	case errors.Is(err, idem.ErrPermanentFailure):
+	case errors.Is(err, core.ErrPermanentFailure):
 		return "permanent_failure"
 	}
 	return "error"

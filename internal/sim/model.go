@@ -286,7 +286,7 @@ func (s *simulation) checkOutcome(t *task, out idem.Outcome, err error) outClass
 			s.violate(Outcome, ks, "delivery %d (payload %d) was refused as key reuse, but no other payload ever held the key", t.d.id, t.d.variant)
 		}
 	case outPermanent:
-		var fe *idem.FailureError
+		var fe *core.FailureError
 		if errors.As(err, &fe) && fe.Replayed && !ks.permanent {
 			s.violate(Outcome, ks, "delivery %d replayed a permanent failure that was never recorded: %v", t.d.id, err)
 		}
@@ -320,15 +320,15 @@ func classify(err error) outClass {
 		return outSuccess
 	case errors.Is(err, idem.ErrOutcomeNotRecorded) || errors.Is(err, idem.ErrLeaseLost):
 		return outNotRecorded
-	case errors.Is(err, idem.ErrInProgress):
+	case errors.Is(err, core.ErrInProgress):
 		return outInProgress
-	case errors.Is(err, idem.ErrKeyReused):
+	case errors.Is(err, core.ErrKeyReused):
 		return outKeyReused
-	case errors.Is(err, idem.ErrRetriesExhausted):
+	case errors.Is(err, core.ErrRetriesExhausted):
 		return outExhausted
 	case errors.Is(err, idem.ErrTransientFailure):
 		return outTransient
-	case errors.Is(err, idem.ErrPermanentFailure):
+	case errors.Is(err, core.ErrPermanentFailure):
 		return outPermanent
 	case errors.Is(err, ErrInjected) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return outStoreError

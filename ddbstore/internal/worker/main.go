@@ -107,7 +107,7 @@ func run(table, effects string, keys int, seed uint64, limit time.Duration) erro
 				break
 			}
 			switch {
-			case errors.Is(err, idem.ErrInProgress):
+			case errors.Is(err, core.ErrInProgress):
 				sum.InProgress++
 			case core.Classify(err, core.DefaultClassifiers...) == core.Transient:
 				sum.Transient++
