@@ -99,7 +99,7 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 	if !found {
 		return fmt.Errorf("ddbstore: release on table %q, key hash %s: %w", s.table, idem.HashKey(rec.Key), idem.ErrNotFound)
 	}
-	return fmt.Errorf("ddbstore: release on table %q, key hash %s: %w: table holds a %s record (attempt %d)",
+	return fmt.Errorf("ddbstore: release on table %q, key hash %s: %w: the table holds status %s, attempt %d",
 		s.table, idem.HashKey(rec.Key), idem.ErrRecordChanged, stored.Status, stored.Attempts)
 }
 

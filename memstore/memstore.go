@@ -108,7 +108,7 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 		return fmt.Errorf("memstore: release key hash %s: %w", idem.HashKey(rec.Key), idem.ErrNotFound)
 	}
 	if !core.SameWrite(cur, rec) {
-		return fmt.Errorf("memstore: release key hash %s: %w: stored is a %s record (attempt %d)",
+		return fmt.Errorf("memstore: release key hash %s: %w: the store holds status %s, attempt %d",
 			idem.HashKey(rec.Key), idem.ErrRecordChanged, cur.Status, cur.Attempts)
 	}
 	delete(s.records, rec.Key)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/ddbstore"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
 
@@ -45,9 +46,9 @@ func TestInspectTable(t *testing.T) {
 
 func TestInspectStates(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixture(t, ddbstore.WithMaxItemSize(4096))
 	now := t0.Add(10 * time.Minute)
-	big := make([]byte, 450<<10)
+	big := make([]byte, 8<<10)
 	fillIncompressible(big)
 	tests := []struct {
 		name     string

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -21,16 +22,38 @@ import (
 type keyFlags struct {
 	key                         string
 	sqsEvent, keySource, action string
-	message                     int
+	message                     messageIndex
 	httpEvent, kind             string
+}
+
+// messageIndex is --message: unset, or an index from 0.
+type messageIndex struct {
+	i   int
+	set bool
+}
+
+func (m *messageIndex) String() string {
+	if m == nil || !m.set {
+		return ""
+	}
+	return strconv.Itoa(m.i)
+}
+
+func (m *messageIndex) Set(s string) error {
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 {
+		return errors.New("want an index from 0")
+	}
+	m.i, m.set = i, true
+	return nil
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.key, "key", "", "the stored `key`, verbatim (it is never printed; output shows its hash)")
 	fs.StringVar(&k.sqsEvent, "sqs-event", "", "`file` with an SQS event (Records), a receive-message answer (Messages) or one message")
-	fs.StringVar(&k.keySource, "key-source", "", "with --sqs-event: where the SQS wrapper takes the event id: body:FIELD, attribute:NAME, dedup or message-id")
+	fs.StringVar(&k.keySource, "key-source", "", "with --sqs-event: the `source` the SQS wrapper takes the event id from: body:FIELD, attribute:NAME, dedup or message-id")
 	fs.StringVar(&k.action, "action", "", "with --sqs-event: the wrapper's action `name`")
-	fs.IntVar(&k.message, "message", -1, "with --sqs-event: `index` (from 0) of the message in the file, when it has several")
+	fs.Var(&k.message, "message", "with --sqs-event: `index` (from 0) of the message in the file, when it has several")
 	fs.StringVar(&k.httpEvent, "http-event", "", "`file` with an API Gateway or function URL request event")
 	fs.StringVar(&k.kind, "kind", "", "with --http-event: the request's `kind`: rest (REST API), httpapi (HTTP API) or url (function URL)")
 }
@@ -87,11 +110,10 @@ func (k *keyFlags) sqsKey() (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	i := k.message
+	i := k.message.i
 	switch {
-	case i < 0 && len(msgs) == 1:
-		i = 0
-	case i < 0:
+	case !k.message.set && len(msgs) == 1:
+	case !k.message.set:
 		return "", "", usageErrorf("%s has %d messages: choose one with --message 0..%d", k.sqsEvent, len(msgs), len(msgs)-1)
 	case i >= len(msgs):
 		return "", "", usageErrorf("--message %d: %s has %d message(s)", i, k.sqsEvent, len(msgs))

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/ddbstore"
 )
 
 // mixed is the table of TestList and TestStats, at listNow: each state's
@@ -22,14 +26,16 @@ var listNow = t0.Add(10 * time.Minute)
 
 func newMixed(t *testing.T) *mixed {
 	t.Helper()
-	m := &mixed{f: newFixture(t), states: map[string][]string{}}
-	big := make([]byte, 450<<10)
+	// Items of at most 4 KB: a result that does not compress below that is
+	// omitted; 20 KB of one byte repeated compresses and is kept.
+	m := &mixed{f: newFixture(t, ddbstore.WithMaxItemSize(4096)), states: map[string][]string{}}
+	big := make([]byte, 8<<10)
 	fillIncompressible(big)
 	add := func(state string, n int, s spec) {
 		for i := range n {
 			key := fmt.Sprintf("evt:%s-%d:act", state, i)
 			if state == stateSucceeded {
-				s.result = [][]byte{nil, []byte(strings.Repeat("x", 100)), []byte(strings.Repeat("y", 2000)), big[:20<<10], big}[i]
+				s.result = [][]byte{nil, []byte(strings.Repeat("x", 100)), []byte(strings.Repeat("y", 2000)), []byte(strings.Repeat("z", 20<<10)), big}[i]
 			}
 			m.f.put(t, key, s)
 			m.states[state] = append(m.states[state], idem.HashKey(key))
@@ -197,7 +203,7 @@ func TestStatsInParts(t *testing.T) {
 	total := map[string]int{}
 	next, parts := "", 0
 	for {
-		args := []string{"stats", "--table", m.f.table, "--max-rcu", "0.5", "--json"}
+		args := []string{"stats", "--table", m.f.table, "--max-rcu", "1", "--json"}
 		if next != "" {
 			args = append(args, "--next", next)
 		}
@@ -239,4 +245,30 @@ func TestTableErrors(t *testing.T) {
 		t.Errorf("wrong key schema: stderr:\n%s", r.stderr)
 	}
 	mustCmd(t, exitUsage, t0, nil, "list", "--table", f.table, "--key-attr", "status")
+}
+
+// TestListInterrupted cancels a listing between two pages: what was read is
+// shown, with the token that continues it.
+func TestListInterrupted(t *testing.T) {
+	t.Parallel()
+	m := newMixed(t)
+	var out bytes.Buffer
+	c := &cli{stdout: &out, stderr: io.Discard, now: func() time.Time { return listNow }}
+	sc := newScanner(m.f.store, scanFlags{}, "", io.Discard)
+	first, err := sc.page(context.Background(), 5)
+	if err != nil || len(first) != 5 || sc.next == "" {
+		t.Fatalf("first page: %d records, next %q, %v", len(first), sc.next, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v, err := c.collect(ctx, sc, "", 100)
+	if code, _ := explain(err); code != exitInterrupted || v.Stopped != stoppedInterrupted || v.Next == "" || v.Scanned != 5 {
+		t.Fatalf("interrupted collect = %+v, %v (exit %d); want stopped interrupted with a token", v, err, code)
+	}
+	if err := c.writeList(false, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "stopped (interrupted): continue with --next "+v.Next) {
+		t.Errorf("output:\n%s", out.String())
+	}
 }

@@ -87,13 +87,15 @@ type common struct {
 	profile, region, endpoint string
 	json                      bool
 	fs                        *flag.FlagSet
+	name                      string
+	stderr                    io.Writer
 }
 
 func (c *cli) flags(name, synopsis string) *common {
 	fs := flag.NewFlagSet("idem "+name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	o := &common{fs: fs}
-	fs.StringVar(&o.table, "table", os.Getenv("IDEM_TABLE"), "the idempotency `table` (default $IDEM_TABLE)")
+	fs.SetOutput(io.Discard) // parse errors are reported once, by fail
+	o := &common{fs: fs, name: name, stderr: c.stderr}
+	fs.StringVar(&o.table, "table", os.Getenv("IDEM_TABLE"), "the idempotency `table` (or set IDEM_TABLE)")
 	fs.StringVar(&o.keyAttr, "key-attr", ddbstore.DefaultKeyAttribute, "the table's partition key `attribute` (ddbstore.WithKeyAttribute)")
 	fs.StringVar(&o.ttlAttr, "ttl-attr", ddbstore.DefaultTTLAttribute, "the TTL `attribute` (ddbstore.WithTTLAttribute)")
 	fs.StringVar(&o.profile, "profile", "", "AWS shared config `profile` (default $AWS_PROFILE or default)")
@@ -101,7 +103,8 @@ func (c *cli) flags(name, synopsis string) *common {
 	fs.StringVar(&o.endpoint, "endpoint-url", "", "DynamoDB endpoint `URL` (default $AWS_ENDPOINT_URL_DYNAMODB, $AWS_ENDPOINT_URL or AWS's)")
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of tables")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: idem %s %s\n\nFlags:\n", name, synopsis)
+		fs.SetOutput(c.stderr)
+		fmt.Fprintf(c.stderr, "usage: idem %s %s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return o
@@ -113,7 +116,7 @@ func (o *common) parse(args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err.Error()}
+		return usageErrorf("%v (idem %s -h lists the flags)", err, o.name)
 	}
 	if o.fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q (every value is given with a flag)", o.fs.Arg(0))
