@@ -67,7 +67,33 @@ var (
 	// holds the key's lease (it expired and was taken over, or the record
 	// expired).
 	ErrLeaseLost = errors.New("idem: lease lost")
+	// ErrRecordChanged: a Releaser refused to delete a record because the
+	// stored record is no longer the one the caller read (it was taken
+	// over, completed or retried since).
+	ErrRecordChanged = errors.New("idem: record changed since it was read")
 )
+
+// Releaser is an optional capability of a Store: deleting a key's record on
+// an operator's decision, so that the key runs again on its next delivery
+// (a permanent failure re-run after a fix, before a dead-letter queue is
+// redriven). Release is fenced: it deletes only the record the caller read.
+//
+// Release atomically deletes the stored record of rec.Key if and only if it
+// is still rec: same lease token, status and attempt (core.SameWrite).
+// Retention is not consulted: a matching record past retention is deleted
+// too (it counted as absent already). Otherwise it deletes nothing and
+// returns an error wrapping ErrRecordChanged if another record is stored,
+// or ErrNotFound if none is (never written, already released, or removed
+// by the store's expiry). A Release retried after its answer was lost
+// therefore reports ErrNotFound. Release does not look at the lease:
+// releasing an in-progress record whose lease lives lets a second
+// execution start beside the first, so callers check the lease first.
+// Implementations are safe for concurrent use; of concurrent Releases of
+// one record, one succeeds.
+type Releaser interface {
+	// Release deletes the stored record of rec.Key if it is still rec.
+	Release(ctx context.Context, rec core.Record) error
+}
 
 // ConflictError is returned by Store.Reserve when a live record blocks the
 // reservation. Found with errors.As.

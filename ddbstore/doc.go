@@ -123,6 +123,17 @@
 // call; the idem.Runner retries completions within the invocation's
 // deadline.
 //
+// # Operator methods
+//
+// Beyond idem.Store, the store has the methods of the operator's command
+// (cmd/idem), which need a client that also implements AdminAPI (DeleteItem
+// and Scan; a *dynamodb.Client does): Release (idem.Releaser) deletes a
+// key's record with one DeleteItem conditioned on
+// `lease_token = :token AND status = :status AND attempts = :attempts`, so
+// only the record the operator inspected is deleted; List reads one page of
+// a Scan, decoded, with the read capacity it consumed; CheckTable checks a
+// table's key schema with one DescribeTable.
+//
 // # What it does not promise
 //
 // Exactly once. A process that dies after its handler's side effect but

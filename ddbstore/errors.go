@@ -60,7 +60,8 @@ var (
 // reports Transient) and permanent ones with core.MarkPermanent; an *Error is
 // found inside the mark with errors.As.
 type Error struct {
-	// Op is the operation: "reserve", "complete", "get" or "create table".
+	// Op is the operation: "reserve", "complete", "get", "create table",
+	// or one of the operator methods' "release", "list" and "check table".
 	Op string
 	// Table is the table's name.
 	Table string

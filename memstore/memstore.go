@@ -21,7 +21,10 @@ type Store struct {
 // New returns an empty Store.
 func New() *Store { return &Store{} }
 
-var _ idem.Store = (*Store)(nil)
+var (
+	_ idem.Store    = (*Store)(nil)
+	_ idem.Releaser = (*Store)(nil)
+)
 
 func clone(r core.Record) core.Record {
 	if r.Result != nil {
@@ -90,6 +93,26 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record
 		return core.Record{}, fmt.Errorf("memstore: key hash %s: %w", idem.HashKey(key), idem.ErrNotFound)
 	}
 	return clone(cur), nil
+}
+
+// Release implements idem.Releaser atomically under the store's lock: it
+// deletes the record of rec.Key if it is still rec (core.SameWrite).
+func (s *Store) Release(ctx context.Context, rec core.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.records[rec.Key]
+	if !ok {
+		return fmt.Errorf("memstore: release key hash %s: %w", idem.HashKey(rec.Key), idem.ErrNotFound)
+	}
+	if !core.SameWrite(cur, rec) {
+		return fmt.Errorf("memstore: release key hash %s: %w: the store holds status %s, attempt %d",
+			idem.HashKey(rec.Key), idem.ErrRecordChanged, cur.Status, cur.Attempts)
+	}
+	delete(s.records, rec.Key)
+	return nil
 }
 
 // Len returns the number of records held, expired ones included.

@@ -13,6 +13,11 @@
 // idem.Runner, and checks that nothing is applied twice, nothing refused is
 // applied, a failed read is never taken for absence, and no outcome is lost.
 //
+// For stores that also implement idem.Releaser, Run checks that Release
+// deletes only the record that was read (a record taken over, completed or
+// retried since is refused with idem.ErrRecordChanged), and that of
+// concurrent Releases of one record exactly one succeeds.
+//
 // It is an ordinary package that uses only the standard library's testing
 // package. A store's tests call both:
 //

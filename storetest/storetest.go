@@ -22,7 +22,11 @@ const Racers = 64
 func Run(t *testing.T, newStore func(t *testing.T) idem.Store) {
 	t.Helper()
 	run := newRunID()
-	for _, tc := range cases {
+	all := cases
+	if _, ok := newStore(t).(idem.Releaser); ok {
+		all = append(all[:len(all):len(all)], releaseCases...)
+	}
+	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := newStore(t)

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemgo/idem/ddbstore"
+)
+
+// open loads the AWS configuration the SDK's way (config.LoadDefaultConfig:
+// profiles, AWS_REGION, credentials, AWS_ENDPOINT_URL_DYNAMODB), checks it
+// has a region and credentials, checks the table's key schema, and returns
+// the store on the table.
+func (c *cli) open(ctx context.Context, o *common) (*ddbstore.Store, error) {
+	var loadOpts []func(*config.LoadOptions) error
+	if o.profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(o.profile))
+	}
+	if o.region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(o.region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, &configError{msg: "cannot load the AWS configuration (check --profile and AWS_PROFILE)", err: err}
+	}
+	if cfg.Region == "" {
+		return nil, &configError{msg: "no AWS region: pass --region, set AWS_REGION, or use a profile that has one"}
+	}
+	if err := c.credentials(ctx, cfg.Credentials); err != nil {
+		return nil, err
+	}
+	client := dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
+		if o.endpoint != "" {
+			do.BaseEndpoint = aws.String(o.endpoint)
+		}
+	})
+	storeOpts := []ddbstore.Option{ddbstore.WithKeyAttribute(o.keyAttr), ddbstore.WithTTLAttribute(o.ttlAttr)}
+	store, err := ddbstore.New(client, o.table, storeOpts...)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if err := ddbstore.CheckTable(ctx, client, o.table, storeOpts...); err != nil {
+		return nil, err
+	}
+	return store, nil
+}
+
+// credentials checks that the configuration yields credentials, so that
+// their absence is reported as such rather than as a failed request.
+func (c *cli) credentials(ctx context.Context, p aws.CredentialsProvider) error {
+	const msg = "no AWS credentials: use a profile (--profile, AWS_PROFILE), set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where a role provides them"
+	if p == nil {
+		return &configError{msg: msg}
+	}
+	if _, err := p.Retrieve(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &configError{msg: msg, err: err}
+	}
+	return nil
+}

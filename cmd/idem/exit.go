@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/ddbstore"
+)
+
+// Exit codes, one per kind of failure an operator or a script acts on
+// differently.
+const (
+	exitOK          = 0   // success
+	exitError       = 1   // any other error
+	exitUsage       = 2   // bad flags, or an event file that gives no key
+	exitNotFound    = 3   // no live record for the key
+	exitChanged     = 4   // release refused: the record changed since it was read
+	exitNotReleased = 5   // release not done: not confirmed, or the lease is live
+	exitNoTable     = 6   // the table does not exist (or is not ACTIVE)
+	exitSchema      = 7   // the table's key schema is not the store's
+	exitDenied      = 8   // the credentials may not use the table
+	exitConfig      = 9   // no AWS credentials or region, or a bad profile
+	exitUnavailable = 10  // DynamoDB throttled or unavailable: retry
+	exitInterrupted = 130 // interrupted (SIGINT, SIGTERM)
+)
+
+// usageError is a bad command line or input file; its message says what to
+// change.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// configError is an AWS configuration the command cannot use: no region,
+// no credentials, a profile that does not exist.
+type configError struct {
+	msg string
+	err error
+}
+
+func (e *configError) Error() string {
+	if e.err == nil {
+		return e.msg
+	}
+	return e.msg + ": " + e.err.Error()
+}
+
+func (e *configError) Unwrap() error { return e.err }
+
+// notReleasedError is a release the command declined to make.
+type notReleasedError struct{ msg string }
+
+func (e *notReleasedError) Error() string { return e.msg }
+
+// fail writes err's explanation to stderr and returns its exit code.
+func (c *cli) fail(err error) int {
+	code, msg := explain(err)
+	fmt.Fprintf(c.stderr, "idem: %s\n", msg)
+	if msg != err.Error() {
+		fmt.Fprintf(c.stderr, "  cause: %v\n", err)
+	}
+	return code
+}
+
+// explain maps err to its exit code and a message that says what to do.
+// Errors are matched by type and sentinel, never by text.
+func explain(err error) (int, string) {
+	var (
+		ue  usageError
+		ce  *configError
+		nre *notReleasedError
+		se  *ddbstore.Error
+	)
+	table := "the table"
+	if errors.As(err, &se) {
+		table = fmt.Sprintf("table %q", se.Table)
+	}
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage, ue.msg
+	case errors.As(err, &ce):
+		return exitConfig, ce.msg
+	case errors.As(err, &nre):
+		return exitNotReleased, nre.msg
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted, "interrupted"
+	case errors.Is(err, idem.ErrNotFound):
+		return exitNotFound, err.Error()
+	case errors.Is(err, idem.ErrRecordChanged):
+		return exitChanged, err.Error()
+	case errors.Is(err, ddbstore.ErrTableNotFound):
+		return exitNoTable, table + " not found (or not ACTIVE): check --table, --region, --profile and the endpoint"
+	case errors.Is(err, ddbstore.ErrSchemaMismatch):
+		return exitSchema, table + " does not have the store's key schema: pass --key-attr with the name of its partition key, or check --table"
+	case errors.Is(err, ddbstore.ErrAccessDenied):
+		return exitDenied, "access denied to " + table + ": the credentials need dynamodb:DescribeTable, GetItem, Scan and (for release) DeleteItem on it"
+	case errors.Is(err, ddbstore.ErrThrottled):
+		return exitUnavailable, "DynamoDB throttled the requests to " + table + ": retry later, or lower --max-rcu"
+	case errors.Is(err, ddbstore.ErrUnavailable):
+		return exitUnavailable, "DynamoDB is unavailable (" + table + "): retry"
+	case errors.Is(err, ddbstore.ErrBadToken):
+		return exitUsage, "--next is not a token that list or stats printed"
+	case errors.Is(err, ddbstore.ErrCorruptRecord):
+		return exitError, "the record of the key does not decode: was " + table + " written by another program?"
+	}
+	return exitError, err.Error()
+}

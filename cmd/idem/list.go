@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/idemgo/idem/core"
+)
+
+// defaultListLimit is how many records list shows unless --limit says
+// otherwise.
+const defaultListLimit = 50
+
+// listView is what list shows.
+type listView struct {
+	Table          string       `json:"table"`
+	State          string       `json:"state,omitempty"`
+	Records        []recordView `json:"records"`
+	Scanned        int          `json:"scanned"`
+	ConsumedRCU    float64      `json:"consumed_rcu"`
+	Corrupt        int          `json:"corrupt"`
+	ExpiredSkipped int          `json:"expired_skipped"`
+	// Next continues the listing (--next); empty once the table has been
+	// read to its end.
+	Next string `json:"next,omitempty"`
+	// Stopped says why the listing stopped before the end of the table:
+	// "limit", "max-rcu" or "interrupted".
+	Stopped string `json:"stopped,omitempty"`
+}
+
+func (c *cli) list(ctx context.Context, args []string) error {
+	o := c.flags("list", "--table T [--status STATE] [--limit N] [--next TOKEN] [--max-rcu N] [--json]")
+	var sf scanFlags
+	sf.register(o.fs)
+	state := o.fs.String("status", "", "list only records in this `state`: "+strings.Join(listStates, ", ")+
+		" (in_progress: live and stuck; failed: retryable and permanent)")
+	limit := o.fs.Int("limit", defaultListLimit, "list at most this many `records`")
+	if err := o.parse(args); err != nil {
+		return err
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	if *state != "" && !slices.Contains(listStates, *state) {
+		return usageErrorf("--status %q: want one of %s", *state, strings.Join(listStates, ", "))
+	}
+	if *limit < 1 {
+		return usageErrorf("--limit %d: want at least 1", *limit)
+	}
+	store, err := c.open(ctx, o)
+	if err != nil {
+		return err
+	}
+	sc := newScanner(store, sf, storedStatus(*state), c.stderr)
+	v, err := c.collect(ctx, sc, *state, *limit)
+	v.Table = store.Table()
+	if werr := c.writeList(o.json, v); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// storedStatus is the stored status of the records in state, for the
+// scan's server-side filter.
+func storedStatus(state string) core.Status {
+	switch state {
+	case stateInProgress, stateStuck:
+		return core.StatusInProgress
+	case string(core.StatusFailed), stateFailedRetryable, stateFailedPermanent:
+		return core.StatusFailed
+	case stateSucceeded:
+		return core.StatusSucceeded
+	}
+	return ""
+}
+
+// collect scans until it has limit records in state (all live records if
+// state is empty), the table ends, the budget is used up or ctx ends. Each
+// Scan evaluates at most the records still wanted, so no record is skipped
+// between a page and its continuation.
+func (c *cli) collect(ctx context.Context, sc *scanner, state string, limit int) (listView, error) {
+	now := c.now()
+	v := listView{State: state, Records: []recordView{}}
+	defer sc.progress.clear()
+	for {
+		recs, err := sc.page(ctx, limit-len(v.Records))
+		if err != nil {
+			v.Next, v.Scanned, v.ConsumedRCU, v.Corrupt = sc.next, sc.scanned, sc.consumed, sc.corrupt
+			if errors.Is(err, context.Canceled) {
+				v.Stopped = stoppedInterrupted
+			}
+			return v, err
+		}
+		for _, rec := range recs {
+			switch st := stateOf(rec, now); {
+			case st == stateExpired:
+				v.ExpiredSkipped++
+			case selects(state, st):
+				v.Records = append(v.Records, viewOf(rec, now))
+			}
+		}
+		sc.progress.update(sc.scanned, sc.consumed, len(v.Records))
+		switch {
+		case sc.next == "":
+		case len(v.Records) >= limit:
+			v.Stopped = stoppedLimit
+		case sc.overBudget():
+			v.Stopped = stoppedMaxRCU
+		default:
+			continue
+		}
+		v.Next, v.Scanned, v.ConsumedRCU, v.Corrupt = sc.next, sc.scanned, sc.consumed, sc.corrupt
+		return v, nil
+	}
+}
+
+func (c *cli) writeList(asJSON bool, v listView) error {
+	if asJSON {
+		return writeJSON(c.stdout, v)
+	}
+	if len(v.Records) > 0 {
+		rows := [][]string{{"KEY HASH", "STATE", "ATTEMPTS", "UPDATED", "LEASE END", "RETENTION END", "ERROR"}}
+		for _, r := range v.Records {
+			rows = append(rows, []string{r.KeyHash, r.State, strconv.Itoa(r.Attempts), stamp(r.UpdatedAt), stamp(r.LeaseUntil), stamp(r.ExpiresAt), orDash(clip(r.Error, 60))})
+		}
+		if err := table(c.stdout, rows); err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout)
+	}
+	fmt.Fprintf(c.stdout, "%s in %s (%s)\n", count(len(v.Records), "record"), v.Table, scanSummary(v.Scanned, v.ConsumedRCU, v.Corrupt, v.ExpiredSkipped))
+	_, err := fmt.Fprintln(c.stdout, continuation(v.Stopped, v.Next))
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// scanSummary says what a scan read and cost.
+func scanSummary(scanned int, rcu float64, corrupt, expired int) string {
+	s := fmt.Sprintf("scanned %s, %.1f RCU", count(scanned, "item"), rcu)
+	if expired > 0 {
+		s += fmt.Sprintf("; %d past retention left out", expired)
+	}
+	if corrupt > 0 {
+		s += fmt.Sprintf("; %d undecodable left out", corrupt)
+	}
+	return s
+}
+
+// continuation says where a scan ended and how to go on.
+func continuation(stopped, next string) string {
+	reason := map[string]string{stoppedLimit: "--limit reached", stoppedMaxRCU: "--max-rcu reached", stoppedInterrupted: "interrupted"}[stopped]
+	switch {
+	case next == "":
+		return "end of table"
+	case reason == "":
+		return "more may follow: continue with --next " + next
+	}
+	return fmt.Sprintf("stopped (%s): continue with --next %s", reason, next)
+}

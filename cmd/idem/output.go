@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// States of a record as the commands show and select them (list --status):
+// the stored status, with in-progress records split by their lease and
+// failed ones by their retryability.
+const (
+	stateInProgress      = "in_progress"      // in progress, lease live
+	stateStuck           = "stuck"            // in progress, lease ended: the next delivery takes it over
+	stateSucceeded       = "succeeded"        // replayed to duplicates
+	stateFailedRetryable = "failed-retryable" // runs again while attempts are left
+	stateFailedPermanent = "failed-permanent" // replayed to duplicates; release to run again
+	stateExpired         = "expired"          // past retention: counts as absent
+)
+
+// listStates are list's --status values: the stored statuses (in_progress
+// takes in live and stuck records, failed both kinds of failure) and the
+// states that refine them.
+var listStates = []string{stateInProgress, stateStuck, string(core.StatusFailed), stateFailedRetryable, stateFailedPermanent, stateSucceeded}
+
+// selects reports whether list --status filter selects a record in state.
+func selects(filter, state string) bool {
+	switch filter {
+	case "":
+		return state != stateExpired
+	case stateInProgress:
+		return state == stateInProgress || state == stateStuck
+	case string(core.StatusFailed):
+		return state == stateFailedRetryable || state == stateFailedPermanent
+	}
+	return state == filter
+}
+
+// stateOf returns rec's state at now, by core's rules (Record.Expired,
+// Record.LeaseExpired).
+func stateOf(rec core.Record, now time.Time) string {
+	switch {
+	case rec.Expired(now):
+		return stateExpired
+	case rec.Status == core.StatusInProgress && rec.LeaseExpired(now):
+		return stateStuck
+	case rec.Status == core.StatusFailed && rec.Retryable:
+		return stateFailedRetryable
+	case rec.Status == core.StatusFailed:
+		return stateFailedPermanent
+	}
+	return string(rec.Status)
+}
+
+// recordView is a record as the commands show it: the key only as its hash
+// (idem.HashKey), the result only as its size.
+type recordView struct {
+	KeyHash           string     `json:"key_hash"`
+	Status            string     `json:"status"`
+	State             string     `json:"state"`
+	Attempts          int        `json:"attempts"`
+	LeaseUntil        *time.Time `json:"lease_until,omitempty"`
+	ExpiresAt         *time.Time `json:"expires_at,omitempty"`
+	UpdatedAt         *time.Time `json:"updated_at,omitempty"`
+	Error             string     `json:"error,omitempty"`
+	ResultBytes       int        `json:"result_bytes"`
+	ResultOmitted     bool       `json:"result_omitted"`
+	FingerprintPrefix string     `json:"fingerprint_prefix,omitempty"`
+}
+
+// fingerprintPrefixLen is how many hex digits of the fingerprint are shown.
+const fingerprintPrefixLen = 12
+
+func viewOf(rec core.Record, now time.Time) recordView {
+	v := recordView{
+		KeyHash:       idem.HashKey(rec.Key),
+		Status:        string(rec.Status),
+		State:         stateOf(rec, now),
+		Attempts:      rec.Attempts,
+		LeaseUntil:    timePtr(rec.LeaseUntil),
+		ExpiresAt:     timePtr(rec.ExpiresAt),
+		UpdatedAt:     timePtr(rec.UpdatedAt),
+		Error:         rec.Error,
+		ResultBytes:   len(rec.Result),
+		ResultOmitted: rec.ResultOmitted,
+	}
+	v.FingerprintPrefix = rec.Fingerprint[:min(len(rec.Fingerprint), fingerprintPrefixLen)]
+	return v
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// when formats t for tables: RFC 3339 in UTC and its distance from now.
+func when(t *time.Time, now time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s)", t.Format(time.RFC3339), relative(*t, now))
+}
+
+// stamp formats t for table columns.
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+// relative says how far t is from now: "in 4m30s", "2h13m ago", "now".
+func relative(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d > -time.Second && d < time.Second:
+		return "now"
+	case d > 0:
+		return "in " + short(d)
+	}
+	return short(-d) + " ago"
+}
+
+// short formats d to the second, days as "d", at most two units.
+func short(d time.Duration) string {
+	d = d.Round(time.Second)
+	days := d / (24 * time.Hour)
+	d -= days * 24 * time.Hour
+	h, m, s := d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%dd%dh", days, h)
+	case h > 0:
+		return fmt.Sprintf("%dh%dm", h, m)
+	case m > 0:
+		return fmt.Sprintf("%dm%ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+// resultText describes a record's result.
+func resultText(v recordView) string {
+	switch {
+	case v.ResultOmitted:
+		return "omitted (too large to keep; duplicates are answered \"succeeded\" without it)"
+	case v.ResultBytes == 0:
+		return "none"
+	}
+	return fmt.Sprintf("%d bytes", v.ResultBytes)
+}
+
+// clip shortens s to n runes for a table column, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// table writes rows aligned in columns.
+func table(w io.Writer, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// releaseView is what release reports when it has deleted a record.
+type releaseView struct {
+	Released bool       `json:"released"`
+	Table    string     `json:"table"`
+	KeyHash  string     `json:"key_hash"`
+	Record   recordView `json:"record"`
+	Fence    string     `json:"fence"`
+}
+
+func (c *cli) release(ctx context.Context, args []string) error {
+	o := c.flags("release", "--table T "+keySynopsis+" [--fence F] [--yes] [--force] [--json]")
+	var k keyFlags
+	k.register(o.fs)
+	fence := o.fs.String("fence", "", "delete only the record inspect showed with this `fence` (STATUS/ATTEMPTS/TOKEN)")
+	yes := o.fs.Bool("yes", false, "release without asking for confirmation")
+	force := o.fs.Bool("force", false, "release an in-progress record even while its lease lives (a second execution may then run beside the first)")
+	maxAttempts := o.fs.Int("max-attempts", idem.DefaultMaxAttempts, "the runner's WithMaxAttempts, for the next call's decision shown")
+	if err := o.parse(args); err != nil {
+		return err
+	}
+	key, source, err := k.resolve()
+	if err != nil {
+		return err
+	}
+	if *fence != "" {
+		if _, _, _, err := parseFence(*fence); err != nil {
+			return err
+		}
+	}
+	store, err := c.open(ctx, o)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	rec, v, err := c.read(ctx, store, key, source, now, *maxAttempts)
+	if err != nil {
+		return err
+	}
+	if !o.json {
+		if err := writeRecord(c.stdout, v, now); err != nil {
+			return err
+		}
+	}
+	if err := c.mayRelease(rec, v, *fence, *force, *yes, now); err != nil {
+		return err
+	}
+	if err := store.Release(ctx, rec); err != nil {
+		if errors.Is(err, idem.ErrRecordChanged) || errors.Is(err, idem.ErrNotFound) {
+			return fmt.Errorf("nothing released: the record changed after it was read; inspect it again: %w", err)
+		}
+		return err
+	}
+	if o.json {
+		return writeJSON(c.stdout, releaseView{Released: true, Table: v.Table, KeyHash: v.KeyHash, Record: *v.Record, Fence: v.Fence})
+	}
+	_, err = fmt.Fprintf(c.stdout, "\nreleased: the record of key hash %s is deleted; the key's next call runs the handler as a new key (attempt 1)\n", v.KeyHash)
+	return err
+}
+
+// mayRelease checks, before the deletion, that rec is the record the
+// operator means (fence), that no handler may still run under it (force),
+// and asks for confirmation (yes).
+func (c *cli) mayRelease(rec core.Record, v inspectView, fence string, force, yes bool, now time.Time) error {
+	if fence != "" && fence != v.Fence {
+		return fmt.Errorf("nothing released: the record changed since it was inspected (fence %s, now %s); inspect it again: %w",
+			fence, v.Fence, idem.ErrRecordChanged)
+	}
+	if rec.Status == core.StatusInProgress && !rec.LeaseExpired(now) && !force {
+		return &notReleasedError{fmt.Sprintf("not released: the lease is live until %s: the handler may still be running, "+
+			"and releasing would let a second execution start beside it. Wait for the lease to end (the next delivery then takes "+
+			"the key over), or pass --force", rec.LeaseUntil.UTC().Format(time.RFC3339))}
+	}
+	if yes {
+		return nil
+	}
+	fmt.Fprintf(c.stderr, "\nRelease (delete) this record? The key's next call runs the handler again. Type yes to confirm: ")
+	answer, _ := bufio.NewReader(c.stdin).ReadString('\n')
+	if !strings.HasSuffix(answer, "\n") {
+		fmt.Fprintln(c.stderr) // end the prompt's line when the answer did not
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "yes", "y":
+		return nil
+	}
+	return &notReleasedError{"not released: not confirmed (pass --yes to release without asking)"}
+}

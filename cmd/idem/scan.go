@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/ddbstore"
+)
+
+const (
+	// defaultMaxRCU bounds the read capacity one list or stats consumes,
+	// unless --max-rcu says otherwise.
+	defaultMaxRCU = 1000
+	// maxPageItems bounds the items one Scan call evaluates.
+	maxPageItems = 1000
+	// assumedRCUPerItem is what an item is assumed to cost before a page
+	// has shown the table's real cost: an eventually consistent read of an
+	// item of up to 4 KB. It also stands in for a server that reports no
+	// consumed capacity, so that the bound still holds there.
+	assumedRCUPerItem = 0.5
+)
+
+// Reasons a scan stopped before the end of the table.
+const (
+	stoppedLimit       = "limit"
+	stoppedMaxRCU      = "max-rcu"
+	stoppedInterrupted = "interrupted"
+)
+
+// scanFlags bound a scan.
+type scanFlags struct {
+	next   string
+	maxRCU float64
+}
+
+func (s *scanFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.next, "next", "", "continue a scan where an earlier one stopped (the `token` it printed)")
+	fs.Float64Var(&s.maxRCU, "max-rcu", defaultMaxRCU, "stop once the scan has consumed this many read capacity `units` (0: no bound)")
+}
+
+func (s *scanFlags) check() error {
+	if s.maxRCU < 0 {
+		return usageErrorf("--max-rcu %v: want 0 (no bound) or more", s.maxRCU)
+	}
+	return nil
+}
+
+// scanner reads the table page by page within a read capacity budget,
+// sizing each Scan call from the capacity per item seen so far, so that
+// the budget is passed by at most one call's worth.
+type scanner struct {
+	store    *ddbstore.Store
+	status   core.Status // server-side filter; empty for all
+	maxRCU   float64     // 0: no bound
+	progress *progress
+
+	next             string
+	consumed         float64
+	scanned, corrupt int
+}
+
+func newScanner(store *ddbstore.Store, f scanFlags, status core.Status, stderr io.Writer) *scanner {
+	return &scanner{store: store, status: status, maxRCU: f.maxRCU, next: f.next, progress: newProgress(stderr)}
+}
+
+// page reads the next page, of at most want items (0: no bound but the
+// budget's).
+func (s *scanner) page(ctx context.Context, want int) ([]core.Record, error) {
+	p, err := s.store.List(ctx, ddbstore.ListInput{Limit: s.limit(want), Next: s.next, Status: s.status})
+	if err != nil {
+		return nil, err
+	}
+	if p.ConsumedRCU == 0 && p.Scanned > 0 {
+		p.ConsumedRCU = assumedRCUPerItem * float64(p.Scanned)
+	}
+	s.next = p.Next
+	s.consumed += p.ConsumedRCU
+	s.scanned += p.Scanned
+	s.corrupt += p.Corrupt
+	return p.Records, nil
+}
+
+func (s *scanner) limit(want int) int32 {
+	n := maxPageItems
+	if want > 0 {
+		n = min(n, want)
+	}
+	if s.maxRCU > 0 {
+		perItem := assumedRCUPerItem
+		if s.scanned > 0 && s.consumed > 0 {
+			perItem = s.consumed / float64(s.scanned)
+		}
+		n = min(n, max(1, int((s.maxRCU-s.consumed)/perItem)))
+	}
+	return int32(n)
+}
+
+// overBudget reports whether the budget is used up.
+func (s *scanner) overBudget() bool { return s.maxRCU > 0 && s.consumed >= s.maxRCU }
+
+// progress writes a one-line progress indicator to a terminal, and nothing
+// to anything else.
+type progress struct {
+	w     io.Writer
+	on    bool
+	shown bool
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w, on: isTerminal(w)} }
+
+func (p *progress) update(scanned int, rcu float64, matched int) {
+	if !p.on {
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[Kscanning: %d items, %.1f RCU, %d matching", scanned, rcu, matched)
+	p.shown = true
+}
+
+// clear erases the line, if one was written.
+func (p *progress) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
