@@ -115,7 +115,9 @@ var releaseCases = []testCase{
 			start         = make(chan struct{})
 		)
 		for range Racers {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				<-start
 				err := e.release(read)
 				mu.Lock()
@@ -128,7 +130,7 @@ var releaseCases = []testCase{
 				default:
 					bad = append(bad, err)
 				}
-			})
+			}()
 		}
 		close(start)
 		wg.Wait()

@@ -48,7 +48,9 @@ func (b *bench) race(r *idem.Runner, run, trials int) (raceRun, error) {
 		var ready, wg sync.WaitGroup
 		ready.Add(raceCallers)
 		for i := range raceCallers {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				ready.Done()
 				<-startGate
 				t0 := time.Now()
@@ -57,7 +59,7 @@ func (b *bench) race(r *idem.Runner, run, trials int) (raceRun, error) {
 				cancel()
 				lat[i] = time.Since(t0)
 				outs[i] = outcome(out, err)
-			})
+			}()
 		}
 		ready.Wait()
 		runtime.Gosched()

@@ -144,7 +144,9 @@ func (b *bench) drive(evs []event, conc int, fn call, executions *atomic.Int64) 
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range conc {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(evs) {
@@ -161,7 +163,7 @@ func (b *bench) drive(evs []event, conc int, fn call, executions *atomic.Int64) 
 					firstErr.CompareAndSwap(nil, &msg)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	s1, err := b.snap()
@@ -200,7 +202,9 @@ func (b *bench) run(evs []event, conc int, fn func(context.Context, event) error
 	var wg sync.WaitGroup
 	var first atomic.Pointer[error]
 	for range conc {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(evs) || first.Load() != nil {
@@ -213,7 +217,7 @@ func (b *bench) run(evs []event, conc int, fn func(context.Context, event) error
 					first.CompareAndSwap(nil, &err)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if p := first.Load(); p != nil {
@@ -363,7 +367,9 @@ func runN(ctx context.Context, n, conc int, fn func(context.Context, int) error)
 	var wg sync.WaitGroup
 	var first atomic.Pointer[error]
 	for range conc {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || first.Load() != nil {
@@ -373,7 +379,7 @@ func runN(ctx context.Context, n, conc int, fn func(context.Context, int) error)
 					first.CompareAndSwap(nil, &err)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if p := first.Load(); p != nil {
