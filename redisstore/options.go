@@ -21,9 +21,10 @@ const (
 	// reach: 400,000 bytes, ddbstore's default item limit, so that both
 	// stores keep and omit the same results.
 	DefaultMaxRecordSize = 400_000
-	// MinRecordSize and MaxRecordSize bound WithMaxRecordSize. 512 MiB is
-	// Redis's limit on one value.
+	// MinRecordSize is the smallest record size WithMaxRecordSize accepts.
 	MinRecordSize = 4096
+	// MaxRecordSize is the largest record size WithMaxRecordSize accepts:
+	// 512 MiB, Redis's limit on one value (proto-max-bulk-len).
 	MaxRecordSize = 512 << 20
 	// DefaultExpiryMargin is added to a record's end (the later of its
 	// retention's end and its lease's end) to give the server-side expiry:
@@ -121,8 +122,10 @@ func WithExpiryMargin(d time.Duration) Option {
 // wrapping ErrNotReplicated (transient; a retry recognises its own write and
 // waits again). replicas must be at least 1 and timeout from 1 ms to less
 // than the client's ReadTimeout (the write and the WAIT are pipelined on one
-// connection, which is what WAIT needs). It needs a *redis.Client (also as a
-// redis.UniversalClient or from a FailoverClient) or a *redis.ClusterClient.
+// connection, which is what WAIT needs). A refused write (a conflict) wrote
+// nothing, but its WAIT still runs: while replicas lag, it too can take up
+// to timeout. It needs a *redis.Client (also as a redis.UniversalClient or
+// from a FailoverClient) or a *redis.ClusterClient.
 func WithWait(replicas int, timeout time.Duration) Option {
 	return func(o *options) error {
 		if replicas < 1 || timeout < time.Millisecond {

@@ -161,8 +161,11 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 		return nil
 	}
 	existing, found, err := decodeFlat(rec.Key, flat)
-	if err != nil || !found {
-		return s.fail(op, ErrCorruptRecord, "blocking record: %v", err)
+	if err != nil {
+		return core.MarkPermanent(&Error{Op: op, Err: err})
+	}
+	if !found {
+		return s.fail(op, ErrRejected, "the script refused the reservation without a blocking record")
 	}
 	return &idem.ConflictError{Existing: existing}
 }
