@@ -33,11 +33,12 @@ LOCALSTACK_ENDPOINT ?= http://127.0.0.1:4566
 # pattern like ./ddbstore/... while that directory is not written yet).
 existing = $(strip $(foreach p,$(1),$(if $(wildcard $(patsubst %/...,%,$(p))),$(p))))
 
-.PHONY: deps test cover demo bench bench-smoke test-localstack clean
+.PHONY: deps redis-server test cover demo bench bench-smoke test-localstack clean
 
 # deps: install everything the tests need, each step only when missing or out of date:
-# Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator.
-deps: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION) $(BIN)/.rie-$(RIE_VERSION)
+# Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator,
+# redis-server.
+deps: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION) $(BIN)/.rie-$(RIE_VERSION) redis-server
 
 $(STAMPS)/go-mod: go.mod go.sum otel/go.mod otel/go.sum
 	$(GO) mod download
@@ -59,16 +60,30 @@ $(BIN)/.rie-$(RIE_VERSION):
 	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 	@mkdir -p $(@D) && touch $@
 
-# testenv starts dynalite or moto on 127.0.0.1, runs a command against it, stops it by PID.
+# redis-server: Debian's package (7.0 on Debian 12), installed only when no redis-server is on
+# PATH: with apt-get, as root or else through sudo. Elsewhere, install Redis 7 yourself.
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  if ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "redis-server is not installed and there is no apt-get: install Redis 7 yourself" >&2; exit 1; \
+	  fi; \
+	  sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo"; fi; \
+	  $$sudo apt-get update -qq; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \
+	fi
+
+# testenv starts dynalite or moto (and, with -redis, Redis) on 127.0.0.1, runs a command
+# against them, stops them by PID.
 # Always rebuilt (the Go build cache makes that cheap).
 $(TESTENV): FORCE
 	$(GO) build -o $@ ./internal/cmd/testenv
 
-# test: what CI runs. Vet, every package against dynalite (with -race), then the DynamoDB
-# store's packages against moto, core's coverage floor, and a smoke run of the benchmark.
+# test: what CI runs. Vet, every package against dynalite and Redis (with -race), then the
+# DynamoDB store's packages against moto, core's coverage floor, and a smoke run of the
+# benchmark.
 test: deps $(TESTENV)
 	$(GO) vet ./...
-	$(TESTENV) -server dynalite -- $(GO) test -race -count=1 ./...
+	$(TESTENV) -server dynalite -redis -- $(GO) test -race -count=1 ./...
 ifeq ($(call existing,$(MOTO_PKGS)),)
 	@echo "moto: none of $(MOTO_PKGS) exists yet; skipped"
 else
@@ -108,7 +123,8 @@ test-localstack: $(BIN)/.rie-$(RIE_VERSION)
 	IDEM_DDB_SERVER=localstack IDEM_RIE=$(RIE) \
 	$(GO) test -count=1 $(or $(call existing,./ddbstore/... ./test/...),$(error neither ./ddbstore nor ./test exists))
 
-# clean: remove everything deps installed and the coverage profile.
+# clean: remove everything deps installed (but redis-server, a system package) and the
+# coverage profile.
 clean:
 	rm -rf $(CACHE) node_modules
 

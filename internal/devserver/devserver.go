@@ -120,14 +120,17 @@ func LookupRIE(root string) (string, error) {
 	return path, nil
 }
 
-// Server is a running DynamoDB-API server started by StartDynalite or StartMoto.
+// Server is a running server started by StartDynalite, StartMoto or StartRedis.
 // Its fields are set once by the Start function and must not be changed; its methods are
 // safe for concurrent use.
 type Server struct {
-	// Name is "dynalite" or "moto".
+	// Name is "dynalite", "moto" or "redis".
 	Name string
-	// Endpoint is the server's base URL, "http://127.0.0.1:PORT", for AWS_ENDPOINT_URL_DYNAMODB.
+	// Endpoint is the server's base URL: "http://127.0.0.1:PORT" for the DynamoDB-API
+	// servers (for AWS_ENDPOINT_URL_DYNAMODB), "redis://127.0.0.1:PORT" for Redis.
 	Endpoint string
+	// Addr is the server's "127.0.0.1:PORT" (for IDEM_REDIS_ADDR).
+	Addr string
 	// PID is the server's process ID, which is also its process group ID.
 	PID int
 
@@ -157,7 +160,7 @@ func StartDynalite(ctx context.Context, root string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devserver: dynalite needs node on PATH: %w", err)
 	}
-	return startServer(ctx, "dynalite", root, "/", func(port int) []string {
+	return startServer(ctx, "dynalite", "http", root, httpReady("/"), func(port int) []string {
 		return []string{node, cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 	})
@@ -173,28 +176,46 @@ func StartMoto(ctx context.Context, root string) (*Server, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("moto at %s: %w", bin, ErrNotInstalled)
 	}
-	return startServer(ctx, "moto", root, "/moto-api/", func(port int) []string {
+	return startServer(ctx, "moto", "http", root, httpReady("/moto-api/"), func(port int) []string {
 		return []string{bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port)}
 	})
 }
 
+// StartRedis starts redis-server (from PATH) on a free port of 127.0.0.1 without
+// persistence (an empty --save and --appendonly no), in root, and waits until it answers
+// PING. extra arguments follow the standard ones (for example "--replicaof", "127.0.0.1
+// 6379", or "--cluster-enabled", "yes"); servers that write files (a replica's copy of the
+// data, a cluster node's configuration) should be given "--dir" with a temporary directory.
+// The server runs until Stop is called or ctx is done, whichever comes first.
+// The error wraps ErrNotInstalled when redis-server is not on PATH.
+func StartRedis(ctx context.Context, root string, extra ...string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server: %w", ErrNotInstalled)
+	}
+	return startServer(ctx, "redis", "redis", root, redisPing, func(port int) []string {
+		return append([]string{bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--save", "", "--appendonly", "no"}, extra...)
+	})
+}
+
 // startServer starts argv(port) on a free port, retrying on a new port when the process
-// exits before GET healthPath answers 200.
-func startServer(ctx context.Context, name, dir, healthPath string, argv func(port int) []string) (*Server, error) {
+// exits before ready answers true for its address.
+func startServer(ctx context.Context, name, scheme, dir string, ready func(ctx context.Context, addr string) bool, argv func(port int) []string) (*Server, error) {
 	var lastErr error
 	for range startAttempts {
 		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
-		endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
+		addr := "127.0.0.1:" + strconv.Itoa(port)
 		p, err := startProcess(ctx, name, argv(port), nil, dir)
 		if err != nil {
 			return nil, err
 		}
-		err = p.waitReady(ctx, port, func(ctx context.Context) bool { return httpOK(ctx, endpoint+healthPath) })
+		err = p.waitReady(ctx, port, func(ctx context.Context) bool { return ready(ctx, addr) })
 		if err == nil {
-			return &Server{Name: name, Endpoint: endpoint, PID: p.pid, proc: p}, nil
+			return &Server{Name: name, Endpoint: scheme + "://" + addr, Addr: addr, PID: p.pid, proc: p}, nil
 		}
 		p.stop()
 		lastErr = err
@@ -203,6 +224,27 @@ func startServer(ctx context.Context, name, dir, healthPath string, argv func(po
 		}
 	}
 	return nil, lastErr
+}
+
+// httpReady returns a readiness check: GET http://addr+path answers 200.
+func httpReady(path string) func(ctx context.Context, addr string) bool {
+	return func(ctx context.Context, addr string) bool { return httpOK(ctx, "http://"+addr+path) }
+}
+
+// redisPing reports whether the Redis server at addr answers PING with +PONG.
+func redisPing(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && line == "+PONG\r\n"
 }
 
 // noProxy is a transport that never uses a proxy: every request here goes to 127.0.0.1.

@@ -442,3 +442,62 @@ func TestInvokeSerializes(t *testing.T) {
 		}
 	}
 }
+
+// redisCall sends one inline command to the Redis server at addr and returns the first line
+// of the answer.
+func redisCall(t *testing.T, addr, cmd string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, cmd+"\r\n"); err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	return string(buf[:n])
+}
+
+func TestRedis(t *testing.T) {
+	t.Parallel()
+	root := integration(t)
+	start := time.Now()
+	s, err := StartRedis(t.Context(), root)
+	need(t, err)
+	t.Logf("redis ready at %s (pid %d) in %v", s.Addr, s.PID, time.Since(start))
+	defer func() {
+		if t.Failed() {
+			t.Logf("redis log:\n%s", s.Log())
+		}
+	}()
+	if s.Name != "redis" || !strings.HasPrefix(s.Addr, "127.0.0.1:") || s.Endpoint != "redis://"+s.Addr {
+		t.Errorf("Server = %+v, want redis on 127.0.0.1:PORT", s)
+	}
+	if got := redisCall(t, s.Addr, "SET devserver-check 1"); got != "+OK\r\n" {
+		t.Errorf("SET = %q, want +OK", got)
+	}
+	// No persistence: nothing is saved, and the server listens on 127.0.0.1 only.
+	if got := redisCall(t, s.Addr, "CONFIG GET save"); !strings.Contains(got, "save\r\n$0\r\n") {
+		t.Errorf("CONFIG GET save = %q, want an empty value", got)
+	}
+	if got := redisCall(t, s.Addr, "CONFIG GET appendonly"); !strings.Contains(got, "\r\nno\r\n") {
+		t.Errorf("CONFIG GET appendonly = %q, want no", got)
+	}
+	if got := redisCall(t, s.Addr, "CONFIG GET bind"); !strings.Contains(got, "\r\n127.0.0.1\r\n") {
+		t.Errorf("CONFIG GET bind = %q, want 127.0.0.1", got)
+	}
+	checkStopped(t, "redis", s.PID, s.Stop, s.Addr)
+}
+
+func TestRedisNotInstalled(t *testing.T) { // not parallel: it sets PATH
+	t.Setenv("PATH", t.TempDir())
+	if _, err := StartRedis(t.Context(), t.TempDir()); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("StartRedis(no redis-server on PATH) error = %v, want ErrNotInstalled", err)
+	}
+}

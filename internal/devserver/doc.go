@@ -1,6 +1,7 @@
 // Package devserver starts and stops the local servers that idem's tests, demo and benchmark
 // run against: dynalite and moto (DynamoDB-API servers installed by `make deps` into
-// node_modules and .cache/venv) and AWS's Lambda Runtime Interface Emulator (installed into
+// node_modules and .cache/venv), Redis (Debian's redis-server on PATH, installed by `make
+// deps` where missing) and AWS's Lambda Runtime Interface Emulator (installed into
 // .cache/bin).
 //
 // Every server binds 127.0.0.1 on a port picked free just before it starts, runs in its own
@@ -18,6 +19,6 @@
 // Environment contract set by internal/cmd/testenv (which `make test` uses) for the commands
 // it runs: AWS_ENDPOINT_URL_DYNAMODB (the server's endpoint), AWS_REGION=us-east-1,
 // AWS_ACCESS_KEY_ID=test, AWS_SECRET_ACCESS_KEY=test, IDEM_DDB_SERVER (dynalite, moto or,
-// under `make test-localstack`, localstack) and IDEM_RIE (path of aws-lambda-rie, when
-// installed).
+// under `make test-localstack`, localstack), IDEM_RIE (path of aws-lambda-rie, when
+// installed) and, with -redis, IDEM_REDIS_ADDR (the Redis server's 127.0.0.1:PORT).
 package devserver

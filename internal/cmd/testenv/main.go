@@ -1,23 +1,27 @@
-// Command testenv runs a command against a local DynamoDB-API server that it starts first
-// and stops afterwards:
+// Command testenv runs a command against local servers that it starts first and stops
+// afterwards: a DynamoDB-API server and, with -redis, a Redis server:
 //
-//	go run ./internal/cmd/testenv -server dynalite|moto [-log FILE] -- COMMAND [ARG...]
+//	go run ./internal/cmd/testenv -server dynalite|moto|none [-redis] [-log FILE] -- COMMAND [ARG...]
 //
-// It starts the server with internal/devserver on a free port of 127.0.0.1 and runs COMMAND
-// with this process's environment plus:
+// It starts the servers with internal/devserver on free ports of 127.0.0.1 and runs COMMAND
+// with this process's environment plus, for the DynamoDB-API server (not with -server none):
 //
 //	AWS_ENDPOINT_URL_DYNAMODB  the server's endpoint, http://127.0.0.1:PORT
 //	AWS_REGION                 us-east-1
 //	AWS_ACCESS_KEY_ID          test
 //	AWS_SECRET_ACCESS_KEY      test
 //	IDEM_DDB_SERVER            dynalite or moto
-//	IDEM_RIE                   <repo>/.cache/bin/aws-lambda-rie, when that file exists
 //
-// These six replace values the caller had; every other variable passes through unchanged.
-// SIGINT and SIGTERM are forwarded to COMMAND. The server is stopped by its PID whatever
+// and in every case:
+//
+//	IDEM_RIE                   <repo>/.cache/bin/aws-lambda-rie, when that file exists
+//	IDEM_REDIS_ADDR            with -redis: the Redis server's address, 127.0.0.1:PORT
+//
+// These replace values the caller had; every other variable passes through unchanged.
+// SIGINT and SIGTERM are forwarded to COMMAND. The servers are stopped by their PIDs whatever
 // happens, and testenv exits with COMMAND's exit code (128+N when a signal N ended it).
-// When COMMAND fails, the end of the server's output is printed to stderr; -log FILE writes
-// all of it to FILE.
+// When COMMAND fails, the end of each server's output is printed to stderr; -log FILE writes
+// all of the DynamoDB-API server's output (or, with -server none, Redis's) to FILE.
 package main
 
 import (
@@ -40,11 +44,12 @@ func main() {
 }
 
 func run() int {
-	server := flag.String("server", "dynalite", "server to start: dynalite or moto")
+	server := flag.String("server", "dynalite", "DynamoDB-API server to start: dynalite, moto or none")
+	withRedis := flag.Bool("redis", false, "also start a Redis server and export IDEM_REDIS_ADDR")
 	logFile := flag.String("log", "", "write the server's whole output to this file when it stops")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(),
-			"usage: testenv -server dynalite|moto [-log FILE] -- COMMAND [ARG...]\n")
+			"usage: testenv -server dynalite|moto|none [-redis] [-log FILE] -- COMMAND [ARG...]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -58,49 +63,39 @@ func run() int {
 	if err != nil {
 		return fail(err)
 	}
-	var start func(context.Context, string) (*devserver.Server, error)
+	var starts []func(context.Context, string) (*devserver.Server, error)
 	switch *server {
 	case "dynalite":
-		start = devserver.StartDynalite
+		starts = append(starts, devserver.StartDynalite)
 	case "moto":
-		start = devserver.StartMoto
+		starts = append(starts, devserver.StartMoto)
+	case "none":
 	default:
-		return fail(fmt.Errorf("-server %q: want dynalite or moto", *server))
+		return fail(fmt.Errorf("-server %q: want dynalite, moto or none", *server))
+	}
+	if *withRedis {
+		starts = append(starts, func(ctx context.Context, root string) (*devserver.Server, error) {
+			return devserver.StartRedis(ctx, root)
+		})
 	}
 
-	// Catch signals from now on, so that one arriving during start-up still stops the server.
+	// Catch signals from now on, so that one arriving during start-up still stops the servers.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	srv, err := start(context.Background(), root)
-	if err != nil {
-		if errors.Is(err, devserver.ErrNotInstalled) {
-			return fail(fmt.Errorf("%w\nrun `make deps` to install the local servers", err))
-		}
-		return fail(err)
-	}
-	defer func() {
-		if err := srv.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		}
-		if *logFile != "" {
-			if err := os.WriteFile(*logFile, []byte(srv.Log()), 0o644); err != nil {
-				fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+	var srvs []*devserver.Server
+	defer func() { stopAll(srvs, *logFile) }()
+	for _, start := range starts {
+		srv, err := start(context.Background(), root)
+		if err != nil {
+			if errors.Is(err, devserver.ErrNotInstalled) {
+				return fail(fmt.Errorf("%w\nrun `make deps` to install the local servers", err))
 			}
+			return fail(err)
 		}
-	}()
-	fmt.Fprintf(os.Stderr, "testenv: %s at %s (pid %d)\n", srv.Name, srv.Endpoint, srv.PID)
-
-	env := map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB": srv.Endpoint,
-		"AWS_REGION":                "us-east-1",
-		"AWS_ACCESS_KEY_ID":         "test",
-		"AWS_SECRET_ACCESS_KEY":     "test",
-		"IDEM_DDB_SERVER":           srv.Name,
-	}
-	if rie := filepath.Join(root, ".cache", "bin", "aws-lambda-rie"); fileExists(rie) {
-		env["IDEM_RIE"] = rie
+		srvs = append(srvs, srv)
+		fmt.Fprintf(os.Stderr, "testenv: %s at %s (pid %d)\n", srv.Name, srv.Endpoint, srv.PID)
 	}
 
 	select {
@@ -110,8 +105,55 @@ func run() int {
 	default:
 	}
 
+	code := runCommand(args, withEnv(os.Environ(), serverEnv(root, srvs)), sigs)
+	if code != 0 {
+		for _, srv := range srvs {
+			fmt.Fprintf(os.Stderr, "testenv: %s exited with %d; last lines of %s's output:\n%s\n",
+				args[0], code, srv.Name, tail(srv.Log(), 30))
+		}
+	}
+	return code
+}
+
+// serverEnv returns the variables that point COMMAND at the servers.
+func serverEnv(root string, srvs []*devserver.Server) map[string]string {
+	env := map[string]string{}
+	for _, srv := range srvs {
+		if srv.Name == "redis" {
+			env["IDEM_REDIS_ADDR"] = srv.Addr
+			continue
+		}
+		env["AWS_ENDPOINT_URL_DYNAMODB"] = srv.Endpoint
+		env["AWS_REGION"] = "us-east-1"
+		env["AWS_ACCESS_KEY_ID"] = "test"
+		env["AWS_SECRET_ACCESS_KEY"] = "test"
+		env["IDEM_DDB_SERVER"] = srv.Name
+	}
+	if rie := filepath.Join(root, ".cache", "bin", "aws-lambda-rie"); fileExists(rie) {
+		env["IDEM_RIE"] = rie
+	}
+	return env
+}
+
+// stopAll stops the servers by their PIDs and writes the first one's output to logFile.
+func stopAll(srvs []*devserver.Server, logFile string) {
+	for _, srv := range srvs {
+		if err := srv.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		}
+	}
+	if logFile != "" && len(srvs) > 0 {
+		if err := os.WriteFile(logFile, []byte(srvs[0].Log()), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		}
+	}
+}
+
+// runCommand runs args with env, forwarding the signals that arrive on sigs, and returns
+// its exit code.
+func runCommand(args, env []string, sigs <-chan os.Signal) int {
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = withEnv(os.Environ(), env)
+	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -128,15 +170,9 @@ func run() int {
 			}
 		}
 	}()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	close(done)
-
-	code := exitCode(cmd.ProcessState, err)
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "testenv: %s exited with %d; last lines of %s's output:\n%s\n",
-			args[0], code, srv.Name, tail(srv.Log(), 30))
-	}
-	return code
+	return exitCode(cmd.ProcessState, err)
 }
 
 // withEnv returns base with the variables in set replacing any earlier values.

@@ -87,3 +87,61 @@ func TestRun(t *testing.T) {
 		t.Errorf("stderr = %q, want a note that the command exited with 7", stderr.String())
 	}
 }
+
+func TestServerEnv(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	srvs := []*devserver.Server{
+		{Name: "dynalite", Endpoint: "http://127.0.0.1:1", Addr: "127.0.0.1:1"},
+		{Name: "redis", Endpoint: "redis://127.0.0.1:2", Addr: "127.0.0.1:2"},
+	}
+	got := serverEnv(root, srvs)
+	want := map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1", "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"IDEM_DDB_SERVER": "dynalite", "IDEM_REDIS_ADDR": "127.0.0.1:2",
+	}
+	if len(got) != len(want) {
+		t.Errorf("serverEnv = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("serverEnv[%s] = %q, want %q", k, got[k], v)
+		}
+	}
+	if only := serverEnv(root, srvs[1:]); len(only) != 1 || only["IDEM_REDIS_ADDR"] != "127.0.0.1:2" {
+		t.Errorf("serverEnv(redis only) = %v, want just IDEM_REDIS_ADDR", only)
+	}
+}
+
+// TestRunRedis runs a command under testenv -server none -redis: it sees IDEM_REDIS_ADDR and
+// no DynamoDB endpoint, and Redis is stopped afterwards.
+func TestRunRedis(t *testing.T) {
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed: run `make deps` first (or set IDEM_SKIP_INTEGRATION=1)")
+	}
+	bin := filepath.Join(t.TempDir(), "testenv")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	script := `echo "$IDEM_REDIS_ADDR|$AWS_ENDPOINT_URL_DYNAMODB"`
+	cmd := exec.CommandContext(t.Context(), bin, "-server", "none", "-redis", "--", "sh", "-c", script)
+	cmd.Env = withEnv(os.Environ(), map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "", "IDEM_REDIS_ADDR": ""})
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("testenv: %v\nstderr:\n%s", err, stderr.String())
+	}
+	addr, ddb, _ := strings.Cut(strings.TrimSpace(stdout.String()), "|")
+	if !strings.HasPrefix(addr, "127.0.0.1:") || ddb != "" {
+		t.Fatalf("command saw %q, want 127.0.0.1:PORT| (no DynamoDB endpoint)", stdout.String())
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("redis at %s still accepts connections after testenv exited", addr)
+	}
+}
