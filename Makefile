@@ -15,6 +15,12 @@ STAMPS  := $(CACHE)/stamps
 VENV    := $(CACHE)/venv
 
 MOTO_VERSION := 5.2.5
+# The SAM CLI and cfn-lint live in a venv of their own: the SAM CLI pins boto3 and
+# friends to versions other than moto's.
+SAM_CLI_VERSION  := 1.170.0
+CFN_LINT_VERSION := 1.58.0
+SAM_VENV         := $(CACHE)/sam-venv
+SAM_STAMP        := $(SAM_VENV)/.sam-$(SAM_CLI_VERSION)-cfn-lint-$(CFN_LINT_VERSION)
 RIE_VERSION  := v0.0.0-20261030222936-bef5c4ba774d
 RIE          := $(BIN)/aws-lambda-rie
 TESTENV      := $(BIN)/testenv
@@ -24,6 +30,13 @@ TESTENV      := $(BIN)/testenv
 MOTO_PKGS ?= ./ddbstore/... ./storetest/...
 # Minimum statement coverage of ./core, in percent.
 COVER_MIN ?= 90
+# sam-check: where sam build writes, and the Go flags it builds with (template.yaml's
+# header; the quotes keep "-ldflags=-s -w" one flag). The SAM CLI runs offline: dummy
+# credentials, a region for cfn-lint, no telemetry.
+SAM_BUILD_DIR := $(CURDIR)/.aws-sam/build
+SAM_GOFLAGS   := -tags=lambda.norpc -trimpath '-ldflags=-s -w'
+SAM_ENV       := AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_SESSION_TOKEN= \
+                 AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 # Invocations for the benchmark (passed to cmd/bench as BENCH_N).
 BENCH_N ?= 2000
 # An already-running LocalStack, for test-localstack.
@@ -33,12 +46,12 @@ LOCALSTACK_ENDPOINT ?= http://127.0.0.1:4566
 # pattern like ./ddbstore/... while that directory is not written yet).
 existing = $(strip $(foreach p,$(1),$(if $(wildcard $(patsubst %/...,%,$(p))),$(p))))
 
-.PHONY: deps redis-server test cover demo bench bench-smoke test-localstack clean
+.PHONY: deps redis-server test sam-check cover demo bench bench-smoke test-localstack clean
 
 # deps: install everything the tests need, each step only when missing or out of date:
 # Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator,
-# redis-server.
-deps: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION) $(BIN)/.rie-$(RIE_VERSION) redis-server
+# redis-server, the SAM CLI and cfn-lint (a second virtualenv).
+deps: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION) $(BIN)/.rie-$(RIE_VERSION) redis-server $(SAM_STAMP)
 
 $(STAMPS)/go-mod: go.mod go.sum otel/go.mod otel/go.sum
 	$(GO) mod download
@@ -55,6 +68,12 @@ $(VENV)/.moto-$(MOTO_VERSION):
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --disable-pip-version-check --quiet 'moto[server]==$(MOTO_VERSION)'
 	@mkdir -p $(@D) && touch $@
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --disable-pip-version-check --quiet \
+		'aws-sam-cli==$(SAM_CLI_VERSION)' 'cfn-lint==$(CFN_LINT_VERSION)'
+	@rm -f $(SAM_VENV)/.sam-* && touch $@
 
 $(BIN)/.rie-$(RIE_VERSION):
 	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
@@ -79,8 +98,8 @@ $(TESTENV): FORCE
 	$(GO) build -o $@ ./internal/cmd/testenv
 
 # test: what CI runs. Vet, every package against dynalite and Redis (with -race), then the
-# DynamoDB store's packages against moto, core's coverage floor, and a smoke run of the
-# benchmark.
+# DynamoDB store's packages against moto, the otel module, core's coverage floor, a smoke run
+# of the benchmark, and the checks of the SAM template and its build.
 test: deps $(TESTENV)
 	$(GO) vet ./...
 	$(TESTENV) -server dynalite -redis -- $(GO) test -race -count=1 ./...
@@ -92,6 +111,20 @@ endif
 	cd otel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory cover
 	$(MAKE) --no-print-directory bench-smoke
+	$(MAKE) --no-print-directory sam-check
+
+# sam-check: fails on any finding. cfn-lint with the informational checks, the SAM CLI's
+# own lint, sam build (go build per CodeUri for linux/arm64, as docs/deployment.md
+# says), then a test of the built bootstraps (static linux/arm64 ELF, stripped, built
+# with the flags above); IDEM_SAM_BUILD_DIR makes that test fail if nothing was built.
+sam-check: $(SAM_STAMP)
+	$(SAM_VENV)/bin/cfn-lint --include-checks I -- template.yaml
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file template.yaml
+	rm -rf $(SAM_BUILD_DIR)
+	$(SAM_ENV) CGO_ENABLED=0 GOFLAGS="$(SAM_GOFLAGS)" \
+		$(SAM_VENV)/bin/sam build --template-file template.yaml --build-dir $(SAM_BUILD_DIR)
+	$(GO) vet -tags samcheck ./test
+	IDEM_SAM_BUILD_DIR=$(SAM_BUILD_DIR) $(GO) test -tags samcheck -count=1 -run '^TestBuiltBootstraps$$' -v ./test
 
 # cover: statement coverage of ./core; fails below COVER_MIN percent.
 cover:
@@ -123,9 +156,9 @@ test-localstack: $(BIN)/.rie-$(RIE_VERSION)
 	IDEM_DDB_SERVER=localstack IDEM_RIE=$(RIE) \
 	$(GO) test -count=1 $(or $(call existing,./ddbstore/... ./test/...),$(error neither ./ddbstore nor ./test exists))
 
-# clean: remove everything deps installed (but redis-server, a system package) and the
-# coverage profile.
+# clean: remove everything deps installed (but redis-server, a system package), the
+# coverage profile and sam build's output.
 clean:
-	rm -rf $(CACHE) node_modules
+	rm -rf $(CACHE) node_modules .aws-sam
 
 FORCE:

@@ -1,4 +1,7 @@
-// Package test holds repository-level tests: template_test.go checks the
-// SAM template (template.yaml) against the code it deploys; the
-// end-to-end tests are in the e2e subpackage.
+// Package test holds repository-level tests. template_test.go checks the SAM
+// template (template.yaml) against the code it deploys, template_ops_test.go
+// its operational settings (retention, recovery, logs, alarm, build flags).
+// bootstrap_test.go is built only with -tags samcheck: make sam-check runs it
+// after sam build to check the built bootstraps. The end-to-end tests are in
+// the e2e subpackage.
 package test
