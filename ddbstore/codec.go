@@ -1,17 +1,14 @@
 package ddbstore
 
 import (
-	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fit"
 )
 
 // Names of the record's attributes other than the key and the TTL attribute,
@@ -48,9 +45,6 @@ const (
 	// milliseconds.
 	AttrUpdatedAt = "updated_at_ms"
 )
-
-// encodingGzip is the value of AttrResultEncoding for a gzip-compressed result.
-const encodingGzip = "gzip"
 
 // maxKeyBytes is DynamoDB's limit on a partition key value.
 const maxKeyBytes = 2048
@@ -242,46 +236,11 @@ func (r *itemReader) result(encoding string) []byte {
 		r.fail("attribute %s is %T, want B", AttrResult, av)
 		return nil
 	}
-	switch encoding {
-	case "":
-		return b.Value
-	case encodingGzip:
-		out, err := gunzip(b.Value)
-		if err != nil {
-			r.fail("result: %v", err)
-		}
-		return out
-	}
-	r.fail("unknown result encoding %q", encoding)
-	return nil
-}
-
-// gzipBody compresses b.
-func gzipBody(b []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(b) / 4)
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(b) // writes to a bytes.Buffer do not fail
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-func gunzip(b []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	out, err := fit.Decode(b.Value, encoding)
 	if err != nil {
-		return nil, err
+		r.fail("result: %v", err)
 	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, err
-	}
-	if err := zr.Close(); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+	return out
 }
 
 // ItemSize returns the size of item as DynamoDB counts it against its item
@@ -346,18 +305,4 @@ func valueSize(av types.AttributeValue) int {
 // text counted as a digit, two per byte, plus one byte, plus one for a sign.
 func numberSize(s string) int {
 	return (len(s)+1)/2 + 2
-}
-
-// truncateUTF8 returns s cut to at most n bytes on a rune boundary.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

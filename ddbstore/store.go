@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fit"
 )
 
 // API is the part of the DynamoDB client that the store calls. A
@@ -112,8 +113,8 @@ func WithTTLAttribute(name string) Option {
 // DefaultCompressionThreshold). n must be at least 0, or NoCompression.
 func WithCompressionThreshold(n int) Option {
 	return func(o *options) error {
-		if n < 0 && n != NoCompression {
-			return fmt.Errorf("ddbstore: compression threshold %d must be at least 0, or NoCompression", n)
+		if err := fit.CheckThreshold(n); err != nil {
+			return fmt.Errorf("ddbstore: %w", err)
 		}
 		o.compressAbove = n
 		return nil
@@ -424,36 +425,14 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 // the result or, failing that, dropping it (succeeded) or shortening the
 // error message (failed). It returns the item and the record as stored.
 func (s *Store) fitItem(op string, rec core.Record) (map[string]types.AttributeValue, core.Record, error) {
-	body, encoding := rec.Result, ""
-	if s.compressAbove >= 0 && len(body) > s.compressAbove {
-		if z := gzipBody(body); len(z) < len(body) {
-			body, encoding = z, encodingGzip
-		}
-	}
-	if len(rec.Result) == 0 {
-		rec.Result = nil
-	}
-	item := s.encode(rec, body, encoding)
-	size := ItemSize(item)
-	if size <= s.maxItem {
-		return item, rec, nil
-	}
-	if len(body) > 0 {
-		rec.Result, rec.ResultOmitted = nil, true
-		item = s.encode(rec, nil, "")
-		size = ItemSize(item)
-	}
-	if size > s.maxItem && rec.Error != "" {
-		const mark = " …(truncated)"
-		keep := len(rec.Error) - (size - s.maxItem) - len(mark)
-		rec.Error = truncateUTF8(rec.Error, keep) + mark
-		item = s.encode(rec, nil, "")
-		size = ItemSize(item)
-	}
-	if size > s.maxItem {
+	item, stored, size, ok := fit.Record(rec, s.compressAbove, s.maxItem, func(rec core.Record, body []byte, encoding string) (map[string]types.AttributeValue, int) {
+		item := s.encode(rec, body, encoding)
+		return item, ItemSize(item)
+	})
+	if !ok {
 		return nil, core.Record{}, s.fail(op, ErrItemTooLarge, "record without result is %d bytes, at most %d", size, s.maxItem)
 	}
-	return item, rec, nil
+	return item, stored, nil
 }
 
 // Get implements idem.Store.Get with one consistent GetItem. A record whose
