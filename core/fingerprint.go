@@ -2,12 +2,12 @@ package core
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -105,6 +105,7 @@ type canonicalizer struct {
 	defers  []deferred // the objects left to reorder when out is complete
 	order   []member   // the members of the deferred objects, sorted
 	todo    []piece    // the pieces of out that assemble has still to write
+	kids    []int      // the objects deferred inside one, for assemble
 }
 
 // frame is an array or an object open at the read position. For an object,
@@ -128,12 +129,18 @@ type member struct {
 // deferred is an object whose members were read out of order and that was
 // too large to reorder in place (see maxReorderInPlace): its members, in
 // read order, are out[open:close], and in key order order[first:last].
+// c.defers lists the deferred objects in the order they closed, so that
+// the ones inside an object are just before it, from index desc.
 type deferred struct {
-	open, close, first, last int
+	open, close int
+	first, last int
+	desc        int
 }
 
-// piece is a range of out for assemble to write, or a comma if start < 0.
-type piece struct{ start, end int }
+// piece is a range of out for assemble to write, where defers[last] is the
+// last deferred object to close in it that is not inside another (last is
+// -1 if there is none); or a comma, if start < 0.
+type piece struct{ start, end, last int }
 
 // maxReorderInPlace is the largest object, in bytes of canonical members,
 // that is put in key order as soon as it is read, by copying its members.
@@ -161,7 +168,8 @@ func (c *canonicalizer) release() {
 	c.out, c.scratch = reuse(c.out, maxPooledBuf), reuse(c.scratch, maxPooledBuf)
 	c.str, c.keys = reuse(c.str, maxPooledBuf), reuse(c.keys, maxPooledBuf)
 	c.members, c.order = reuse(c.members, maxPooledBuf/32), reuse(c.order, maxPooledBuf/32)
-	c.defers, c.todo = reuse(c.defers, maxPooledBuf/32), reuse(c.todo, maxPooledBuf/16)
+	c.defers, c.todo = reuse(c.defers, maxPooledBuf/40), reuse(c.todo, maxPooledBuf/24)
+	c.kids = reuse(c.kids, maxPooledBuf/8)
 	c.stack = reuse(c.stack, MaxDepth) // 240 KB at most, as large as it grows
 	canonPool.Put(c)
 }
@@ -441,8 +449,7 @@ func (c *canonicalizer) closeObject(f *frame) error {
 		if len(c.out)-f.open <= maxReorderInPlace {
 			c.reorder(f.open, ms)
 		} else {
-			c.defers = append(c.defers, deferred{open: f.open, close: len(c.out), first: len(c.order), last: len(c.order) + len(ms)})
-			c.order = append(c.order, ms...)
+			c.deferObject(f.open, ms)
 		}
 	}
 	c.pos++
@@ -465,40 +472,71 @@ func (c *canonicalizer) reorder(open int, ms []member) {
 	}
 }
 
+// deferObject records the object whose members, sorted, are ms, and that
+// is out[open:] in the order read, for assemble.
+func (c *canonicalizer) deferObject(open int, ms []member) {
+	// The objects deferred inside this one closed last: skip them, one
+	// subtree at a time.
+	desc := len(c.defers)
+	for desc > 0 && c.defers[desc-1].open > open {
+		desc = c.defers[desc-1].desc
+	}
+	c.defers = append(c.defers, deferred{open: open, close: len(c.out), first: len(c.order), last: len(c.order) + len(ms), desc: desc})
+	c.order = append(c.order, ms...)
+}
+
 // assemble appends out to dst with the members of each deferred object in
 // key order. It writes each byte of out once, keeping the pieces still to
 // write on c.todo rather than recursing.
 func (c *canonicalizer) assemble(dst []byte) []byte {
-	ds := c.defers
-	slices.SortFunc(ds, func(a, b deferred) int { return cmp.Compare(a.open, b.open) })
-	todo := append(c.todo[:0], piece{0, len(c.out)})
+	todo := append(c.todo[:0], piece{0, len(c.out), len(c.defers) - 1})
 	for len(todo) > 0 {
 		p := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		if p.start < 0 {
+		switch {
+		case p.start < 0:
 			dst = append(dst, ',')
 			continue
-		}
-		// The outermost deferred object inside p, if any. The first
-		// member of a deferred object d starts at d.open: searching after
-		// p.start keeps d from being found again inside its own member.
-		j, _ := slices.BinarySearchFunc(ds, p.start+1, func(d deferred, pos int) int { return cmp.Compare(d.open, pos) })
-		if j == len(ds) || ds[j].open >= p.end {
+		case p.last < 0:
 			dst = append(dst, c.out[p.start:p.end]...)
 			continue
 		}
-		d := ds[j]
-		dst = append(dst, c.out[p.start:d.open]...)
-		todo = append(todo, piece{d.close, p.end})
-		for i := d.last - 1; i >= d.first; i-- {
-			todo = append(todo, piece{c.order[i].start, c.order[i].end})
-			if i > d.first {
-				todo = append(todo, piece{-1, -1})
-			}
+		// p is out[p.start:d.open], d's members in key order, then
+		// out[d.close:p.end], d being the last deferred object in p.
+		d := c.defers[p.last]
+		before := d.desc - 1 // the last deferred object closed before d, if in p
+		if before >= 0 && c.defers[before].open < p.start {
+			before = -1
 		}
+		todo = append(todo, piece{d.close, p.end, -1})
+		todo = c.pushMembers(todo, p.last)
+		todo = append(todo, piece{p.start, d.open, before})
 	}
 	c.todo = todo
 	return dst
+}
+
+// pushMembers pushes the members of defers[k] on todo, last first, each
+// with the last deferred object inside it.
+func (c *canonicalizer) pushMembers(todo []piece, k int) []piece {
+	d := c.defers[k]
+	kids := c.kids[:0] // the deferred objects inside d, not inside another; last first
+	for i := k - 1; i >= d.desc; i = c.defers[i].desc - 1 {
+		kids = append(kids, i)
+	}
+	for i := d.last - 1; i >= d.first; i-- {
+		m := c.order[i]
+		last := -1
+		if j := sort.Search(len(kids), func(j int) bool { return c.defers[kids[j]].open < m.end }); j < len(kids) && c.defers[kids[j]].open >= m.start {
+			last = kids[j]
+		}
+		todo = append(todo, piece{m.start, m.end, last})
+		if i > d.first {
+			todo = append(todo, piece{-1, -1, -1})
+		}
+	}
+	c.kids = kids
+	return todo
 }
 
 // sortMembers sorts members by key: by insertion for the few members most

@@ -189,7 +189,12 @@ func TestFingerprintStack(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if g := stackGrowth(func() { _, _ = Fingerprint(tc.doc) }); g > 64<<10 {
+			// Other goroutines' stacks change too: the least of three.
+			g := stackGrowth(func() { _, _ = Fingerprint(tc.doc) })
+			for range 2 {
+				g = min(g, stackGrowth(func() { _, _ = Fingerprint(tc.doc) }))
+			}
+			if g > 64<<10 {
 				t.Fatalf("goroutine stacks grew by %d bytes more than an idle goroutine's, want at most 64 KiB", g)
 			}
 		})
