@@ -167,7 +167,8 @@ func adversarialBodies() []struct {
 
 // BenchmarkFingerprintAdversarial1MiB measures Fingerprint on
 // adversarialBodies: time and heap (B/op), and stack-B/op, how much one
-// call grows a new goroutine's stack beyond an idle goroutine's.
+// call grows a new goroutine's stack beyond an idle goroutine's (see
+// stackGrowth).
 func BenchmarkFingerprintAdversarial1MiB(b *testing.B) {
 	for _, tc := range adversarialBodies() {
 		b.Run(tc.name, func(b *testing.B) {

@@ -103,7 +103,7 @@ type canonicalizer struct {
 	str     []byte     // a decoded string value that needed unescaping
 	keys    []byte     // decoded object keys that needed unescaping
 	defers  []deferred // the objects left to reorder when out is complete
-	order   []member   // the members of the deferred objects, sorted
+	order   []span     // the members of the deferred objects, sorted
 	todo    []piece    // the pieces of out that assemble has still to write
 	kids    []int      // the objects deferred inside one, for assemble
 }
@@ -137,6 +137,9 @@ type deferred struct {
 	desc        int
 }
 
+// span is the range out[start:end].
+type span struct{ start, end int }
+
 // piece is a range of out for assemble to write, where defers[last] is the
 // last deferred object to close in it that is not inside another (last is
 // -1 if there is none); or a comma, if start < 0.
@@ -167,11 +170,22 @@ func (c *canonicalizer) release() {
 	c.in = nil
 	c.out, c.scratch = reuse(c.out, maxPooledBuf), reuse(c.scratch, maxPooledBuf)
 	c.str, c.keys = reuse(c.str, maxPooledBuf), reuse(c.keys, maxPooledBuf)
-	c.members, c.order = reuse(c.members, maxPooledBuf/32), reuse(c.order, maxPooledBuf/32)
+	c.members, c.order = reuse(c.members, maxPooledBuf/32), reuse(c.order, maxPooledBuf/16)
 	c.defers, c.todo = reuse(c.defers, maxPooledBuf/40), reuse(c.todo, maxPooledBuf/24)
 	c.kids = reuse(c.kids, maxPooledBuf/8)
 	c.stack = reuse(c.stack, MaxDepth) // 240 KB at most, as large as it grows
 	canonPool.Put(c)
+}
+
+// grow returns s with room for n more elements. Unlike append, which grows
+// a large slice by a quarter, it at least doubles s when it must grow, so
+// that the slices a hostile document makes long are copied a few times,
+// not dozens.
+func grow[S ~[]E, E any](s S, n int) S {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
 }
 
 // reuse returns s emptied, or nil if its capacity is over maxCap.
@@ -253,7 +267,7 @@ func (c *canonicalizer) walk() (err error) {
 				}
 				after = true
 			} else {
-				c.stack = append(c.stack, frame{object: b == '{', sorted: true, open: len(c.out), base: len(c.members)})
+				c.stack = append(grow(c.stack, 1), frame{object: b == '{', sorted: true, open: len(c.out), base: len(c.members)})
 			}
 		}
 		if f := &c.stack[len(c.stack)-1]; f.object {
@@ -481,8 +495,11 @@ func (c *canonicalizer) deferObject(open int, ms []member) {
 	for desc > 0 && c.defers[desc-1].open > open {
 		desc = c.defers[desc-1].desc
 	}
-	c.defers = append(c.defers, deferred{open: open, close: len(c.out), first: len(c.order), last: len(c.order) + len(ms), desc: desc})
-	c.order = append(c.order, ms...)
+	c.defers = append(grow(c.defers, 1), deferred{open: open, close: len(c.out), first: len(c.order), last: len(c.order) + len(ms), desc: desc})
+	c.order = grow(c.order, len(ms))
+	for _, m := range ms {
+		c.order = append(c.order, span{m.start, m.end})
+	}
 }
 
 // assemble appends out to dst with the members of each deferred object in
@@ -524,6 +541,7 @@ func (c *canonicalizer) pushMembers(todo []piece, k int) []piece {
 	for i := k - 1; i >= d.desc; i = c.defers[i].desc - 1 {
 		kids = append(kids, i)
 	}
+	todo = grow(todo, 2*(d.last-d.first))
 	for i := d.last - 1; i >= d.first; i-- {
 		m := c.order[i]
 		last := -1
