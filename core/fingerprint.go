@@ -72,7 +72,10 @@ func Canonicalize(payload []byte) ([]byte, error) {
 	pooled := c.out
 	canon, err := c.run(payload, make([]byte, 0, len(payload)))
 	if err == nil && len(c.defers) > 0 {
-		canon = c.assemble(make([]byte, 0, len(canon)))
+		// Assembled in the scratch buffer, which goes to the caller; the
+		// buffer of this call's reading replaces it.
+		assembled := c.assemble(slices.Grow(c.scratch[:0], len(canon)))
+		c.scratch, canon = canon, assembled
 	}
 	c.out = pooled // the result belongs to the caller: never reuse it
 	return canon, err
