@@ -83,9 +83,17 @@ func Canonicalize(payload []byte) ([]byte, error) {
 
 var errDuplicateKey = errors.New("duplicate object key")
 
+// ErrTooDeep is the error, checked with errors.Is, of a document nested
+// deeper than MaxDepth. Such an error also wraps ErrInvalidPayload.
+var ErrTooDeep = errors.New("idem: JSON nested deeper than MaxDepth")
+
 // depthError reports an array or object opened at offset when MaxDepth
-// arrays and objects were already open. It wraps ErrInvalidPayload.
+// arrays and objects were already open. It wraps ErrInvalidPayload and is
+// ErrTooDeep.
 type depthError struct{ offset int }
+
+// Is reports whether target is ErrTooDeep.
+func (e *depthError) Is(target error) bool { return target == ErrTooDeep }
 
 func (e *depthError) Error() string {
 	return fmt.Sprintf("%v: nesting deeper than %d at offset %d", ErrInvalidPayload, MaxDepth, e.offset)

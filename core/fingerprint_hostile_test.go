@@ -140,11 +140,12 @@ func TestFingerprintHostileConcurrent(t *testing.T) {
 	errs := make([]error, 10)
 	var wg sync.WaitGroup
 	for i := range errs {
-		wg.Go(func() { _, errs[i] = Fingerprint(bodies[i%len(bodies)]) })
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = Fingerprint(bodies[i%len(bodies)]) }()
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if !errors.Is(err, ErrInvalidPayload) || !errors.As(err, new(*depthError)) {
+		if !errors.Is(err, ErrInvalidPayload) || !errors.Is(err, ErrTooDeep) || !errors.As(err, new(*depthError)) {
 			t.Errorf("body %d: err = %v, want a depth error wrapping ErrInvalidPayload", i, err)
 		}
 	}

@@ -318,9 +318,12 @@ func batchReport(v idem.Verdict, toDLQ bool) bool {
 }
 
 // sqsPayload is the fingerprinted payload of a message: its body if that is
-// JSON, else the body as a JSON string.
+// JSON, else the body as a JSON string. A JSON body nested deeper than
+// core.MaxDepth is passed as it is, for the runner to refuse as an invalid
+// payload (acknowledged, or to the DLQ with WithPermanentFailuresToDLQ).
 func sqsPayload(body string) []byte {
-	if _, err := core.Canonicalize([]byte(body)); err == nil {
+	_, err := core.Canonicalize([]byte(body))
+	if err == nil || errors.Is(err, core.ErrTooDeep) {
 		return []byte(body)
 	}
 	b, _ := json.Marshal(body) // a string always marshals
