@@ -656,48 +656,10 @@ func (c *canonicalizer) unquote(dec []byte) ([]byte, error) {
 			c.pos = i + 1
 			return dec, nil
 		case b == '\\':
-			if i+1 >= len(in) {
-				return nil, c.syntaxError(i+1, "")
+			var err error
+			if dec, i, err = c.escape(dec, i); err != nil {
+				return nil, err
 			}
-			switch e := in[i+1]; e {
-			case '"', '\\', '/':
-				dec = append(dec, e)
-			case 'b':
-				dec = append(dec, '\b')
-			case 'f':
-				dec = append(dec, '\f')
-			case 'n':
-				dec = append(dec, '\n')
-			case 'r':
-				dec = append(dec, '\r')
-			case 't':
-				dec = append(dec, '\t')
-			case 'u':
-				r, bad := hex4(in, i+2)
-				if bad >= 0 {
-					return nil, c.syntaxError(bad, "in \\u hexadecimal character escape")
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					r1 := rune(-1)
-					if i+1 < len(in) && in[i] == '\\' && in[i+1] == 'u' {
-						if v, bad := hex4(in, i+2); bad < 0 {
-							r1 = v
-						}
-					}
-					if d := utf16.DecodeRune(r, r1); d != utf8.RuneError {
-						dec = utf8.AppendRune(dec, d)
-						i += 6
-						continue
-					}
-					r = utf8.RuneError
-				}
-				dec = utf8.AppendRune(dec, r)
-				continue
-			default:
-				return nil, c.syntaxError(i+1, "in string escape code")
-			}
-			i += 2
 		case b < ' ':
 			return nil, c.syntaxError(i, "in string literal")
 		case b < utf8.RuneSelf:
@@ -709,6 +671,44 @@ func (c *canonicalizer) unquote(dec []byte) ([]byte, error) {
 			i += size
 		}
 	}
+}
+
+// simpleEscapes maps the byte after a backslash to what it stands for.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape decodes the escape sequence at in[i] (a backslash) onto dec and
+// returns the offset after it. A \u escape of a lone surrogate decodes as
+// U+FFFD, as encoding/json does.
+func (c *canonicalizer) escape(dec []byte, i int) ([]byte, int, error) {
+	in := c.in
+	if i+1 >= len(in) {
+		return nil, i, c.syntaxError(i+1, "")
+	}
+	e := in[i+1]
+	if d := simpleEscapes[e]; d != 0 {
+		return append(dec, d), i + 2, nil
+	}
+	if e != 'u' {
+		return nil, i, c.syntaxError(i+1, "in string escape code")
+	}
+	r, bad := hex4(in, i+2)
+	if bad >= 0 {
+		return nil, i, c.syntaxError(bad, "in \\u hexadecimal character escape")
+	}
+	i += 6
+	if utf16.IsSurrogate(r) {
+		r1 := rune(-1)
+		if i+1 < len(in) && in[i] == '\\' && in[i+1] == 'u' {
+			if v, bad := hex4(in, i+2); bad < 0 {
+				r1 = v
+			}
+		}
+		if d := utf16.DecodeRune(r, r1); d != utf8.RuneError {
+			return utf8.AppendRune(dec, d), i + 6, nil
+		}
+		r = utf8.RuneError
+	}
+	return utf8.AppendRune(dec, r), i, nil
 }
 
 // hex4 parses the four hex digits at in[i:]; bad is the offset of the first
