@@ -78,9 +78,9 @@ func ExampleHTTPAPI() {
 		panic(err)
 	}
 	orders := 0
-	handle, err := idemlambda.HTTPAPI(runner, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (idemlambda.Response, error) {
+	handle, err := idemlambda.HTTPAPI(runner, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		orders++
-		return idemlambda.Response{
+		return events.APIGatewayV2HTTPResponse{
 			StatusCode: 201,
 			Headers:    map[string]string{"Content-Type": "application/json"},
 			Body:       fmt.Sprintf(`{"order_id":"ord-%d"}`, orders),

@@ -86,17 +86,17 @@ func (c hostileHTTP) methodOrPost() string {
 
 // hostileAnswer is the handlers' logic: 400 (their own, not a problem) for
 // a body that is not JSON, else 201.
-func hostileAnswer(runs *counter, body string, b64 bool) (idemlambda.Response, error) {
+func hostileAnswer(runs *counter, body string, b64 bool) (events.APIGatewayProxyResponse, error) {
 	runs.inc("all")
 	raw, err := idemlambda.DecodeBody(body, b64)
 	if err != nil {
-		return idemlambda.Response{}, err
+		return events.APIGatewayProxyResponse{}, err
 	}
 	var v any
 	if len(raw) > 0 && json.Unmarshal(raw, &v) != nil {
-		return idemlambda.Response{StatusCode: 400, Headers: headers("Content-Type", "application/json"), Body: `{"error":"not json"}`}, nil
+		return events.APIGatewayProxyResponse{StatusCode: 400, Headers: headers("Content-Type", "application/json"), Body: `{"error":"not json"}`}, nil
 	}
-	return idemlambda.Response{StatusCode: 201, Headers: headers("Content-Type", "application/json"), Body: `{"ok":true}`}, nil
+	return events.APIGatewayProxyResponse{StatusCode: 201, Headers: headers("Content-Type", "application/json"), Body: `{"ok":true}`}, nil
 }
 
 // serveHostile sends c through the wrapper of flavour and returns the
@@ -107,7 +107,7 @@ func serveHostile(t *testing.T, e *env, runs *counter, flavour string, c hostile
 	method, path := c.methodOrPost(), "/orders"
 	switch flavour {
 	case "rest":
-		h, _ := idemlambda.RESTAPI(e.runner, func(ctx context.Context, r events.APIGatewayProxyRequest) (idemlambda.Response, error) {
+		h, _ := idemlambda.RESTAPI(e.runner, func(ctx context.Context, r events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 			return hostileAnswer(runs, r.Body, r.IsBase64Encoded)
 		})
 		req := events.APIGatewayProxyRequest{Resource: path, Path: path, HTTPMethod: method, Headers: c.headers, MultiValueHeaders: c.multi, Body: c.body, IsBase64Encoded: c.b64}
@@ -123,8 +123,9 @@ func serveHostile(t *testing.T, e *env, runs *counter, flavour string, c hostile
 		}
 		return r.StatusCode, r.Headers, r.Body
 	case "v2":
-		h, _ := idemlambda.HTTPAPI(e.runner, func(ctx context.Context, r events.APIGatewayV2HTTPRequest) (idemlambda.Response, error) {
-			return hostileAnswer(runs, r.Body, r.IsBase64Encoded)
+		h, _ := idemlambda.HTTPAPI(e.runner, func(ctx context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			a, err := hostileAnswer(runs, r.Body, r.IsBase64Encoded)
+			return events.APIGatewayV2HTTPResponse{StatusCode: a.StatusCode, Headers: a.Headers, Body: a.Body}, err
 		})
 		req := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /orders", RawPath: path, Headers: c.headers, Body: c.body, IsBase64Encoded: c.b64}
 		if !c.noContext {
@@ -139,8 +140,9 @@ func serveHostile(t *testing.T, e *env, runs *counter, flavour string, c hostile
 		}
 		return r.StatusCode, r.Headers, r.Body
 	}
-	h, _ := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (idemlambda.Response, error) {
-		return hostileAnswer(runs, r.Body, r.IsBase64Encoded)
+	h, _ := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		a, err := hostileAnswer(runs, r.Body, r.IsBase64Encoded)
+		return events.LambdaFunctionURLResponse{StatusCode: a.StatusCode, Headers: a.Headers, Body: a.Body}, err
 	})
 	req := events.LambdaFunctionURLRequest{Version: "2.0", RawPath: path, Headers: c.headers, Body: c.body, IsBase64Encoded: c.b64}
 	if !c.noContext {

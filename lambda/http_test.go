@@ -52,7 +52,7 @@ func withSub(r events.APIGatewayV2HTTPRequest, sub string) events.APIGatewayV2HT
 // (default 201); it counts its executions and numbers its responses.
 type orderAPI struct{ runs counter }
 
-func (a *orderAPI) handle(ctx context.Context, r events.APIGatewayV2HTTPRequest) (idemlambda.Response, error) {
+func (a *orderAPI) handle(ctx context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	n := a.runs.inc("all")
 	var b struct {
 		Status int    `json:"status"`
@@ -61,19 +61,19 @@ func (a *orderAPI) handle(ctx context.Context, r events.APIGatewayV2HTTPRequest)
 	}
 	_ = json.Unmarshal([]byte(r.Body), &b)
 	if b.Fail == "error" {
-		return idemlambda.Response{}, errors.New("database is on fire")
+		return events.APIGatewayV2HTTPResponse{}, errors.New("database is on fire")
 	}
 	if b.Fail == "once" && n == 1 {
 		if b.Once != 0 { // an answer that asks for a retry, with its Retry-After
-			return idemlambda.Response{StatusCode: b.Once, Headers: map[string]string{"Retry-After": "7"}, Body: `{"error":"try again"}`}, nil
+			return events.APIGatewayV2HTTPResponse{StatusCode: b.Once, Headers: map[string]string{"Retry-After": "7"}, Body: `{"error":"try again"}`}, nil
 		}
-		return idemlambda.Response{StatusCode: http.StatusServiceUnavailable, Body: `{"error":"try again"}`}, nil
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusServiceUnavailable, Body: `{"error":"try again"}`}, nil
 	}
 	status := b.Status
 	if status == 0 {
 		status = http.StatusCreated
 	}
-	return idemlambda.Response{
+	return events.APIGatewayV2HTTPResponse{
 		StatusCode: status,
 		Headers:    map[string]string{"Content-Type": "application/json", "Location": fmt.Sprintf("/orders/%d", n)},
 		Body:       fmt.Sprintf(`{"order_id":"ord-%d"}`, n),
@@ -322,9 +322,9 @@ func TestRESTAPI(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var runs counter
-	handle, err := idemlambda.RESTAPI(e.runner, func(ctx context.Context, r events.APIGatewayProxyRequest) (idemlambda.Response, error) {
+	handle, err := idemlambda.RESTAPI(e.runner, func(ctx context.Context, r events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		n := runs.inc("all")
-		return idemlambda.Response{StatusCode: 201, Body: fmt.Sprintf("created %d", n)}, nil
+		return events.APIGatewayProxyResponse{StatusCode: 201, Body: fmt.Sprintf("created %d", n)}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -379,8 +379,8 @@ func TestFunctionURL(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var runs counter
-	handle, err := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (idemlambda.Response, error) {
-		return idemlambda.Response{Body: fmt.Sprintf("run %d", runs.inc("all"))}, nil
+	handle, err := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		return events.LambdaFunctionURLResponse{Body: fmt.Sprintf("run %d", runs.inc("all"))}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -522,6 +522,10 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 		{"comma-joined values", map[string]string{"idempotency-key": "a,b"}, nil, "", true, true},
 		{"comma in a multi value", nil, map[string][]string{"Idempotency-Key": {"a,b"}}, "", true, true},
 		{"comma-joined quoted values", map[string]string{"idempotency-key": `"a","b"`}, nil, "", true, true},
+		{"unterminated quoted string", map[string]string{"idempotency-key": `"abc`}, nil, "", true, true},
+		{"quote inside", map[string]string{"idempotency-key": `a"b`}, nil, "", true, true},
+		{"escape inside a quoted string", map[string]string{"idempotency-key": `"a\"b"`}, nil, "", true, true},
+		{"backslash", map[string]string{"idempotency-key": `a\b`}, nil, "", true, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -643,8 +647,8 @@ func TestFunctionURLCommaJoinedKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var runs counter
-	handle, err := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (idemlambda.Response, error) {
-		return idemlambda.Response{Body: fmt.Sprintf("run %d", runs.inc("all"))}, nil
+	handle, err := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		return events.LambdaFunctionURLResponse{Body: fmt.Sprintf("run %d", runs.inc("all"))}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

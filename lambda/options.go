@@ -32,9 +32,9 @@ type BatchOption interface {
 	applyBatch(*config) error
 }
 
-// HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL):
-// an Option, or WithOptionalKey. Giving it to another wrapper does not
-// compile.
+// HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL,
+// ALB): an Option, or one of WithOptionalKey, WithIdentityHeader and
+// WithResponseHook. Giving it to another wrapper does not compile.
 type HTTPOption interface {
 	applyHTTP(*config) error
 }
@@ -57,6 +57,9 @@ type config struct {
 	safetyMargin time.Duration
 	toDLQ        bool
 	optionalKey  bool
+	// HTTP wrappers: WithIdentityHeader, WithResponseHook.
+	identityHeader string
+	hook           *responseHook
 }
 
 func defaultConfig() config {
@@ -146,7 +149,7 @@ func WithPermanentFailuresToDLQ() BatchOption {
 
 // WithOptionalKey lets requests without an Idempotency-Key header through to
 // the handler unkeyed (not idempotent) instead of answering 400. An invalid
-// header is still refused. RESTAPI, HTTPAPI and FunctionURL only.
+// header is still refused. HTTP wrappers only.
 func WithOptionalKey() HTTPOption {
 	return httpOption(func(c *config) error {
 		c.optionalKey = true

@@ -26,9 +26,9 @@ func TestStoredKey(t *testing.T) {
 		}
 		got = append(got, k)
 	}
-	api, err := idemlambda.HTTPAPI(e.runner, func(ctx context.Context, r events.APIGatewayV2HTTPRequest) (idemlambda.Response, error) {
+	api, err := idemlambda.HTTPAPI(e.runner, func(ctx context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		seen(ctx)
-		return idemlambda.Response{StatusCode: 503}, nil // not stored: the retry runs again
+		return events.APIGatewayV2HTTPResponse{StatusCode: 503}, nil // not stored: the retry runs again
 	}, idemlambda.WithOptionalKey())
 	if err != nil {
 		t.Fatal(err)

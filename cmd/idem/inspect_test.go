@@ -224,7 +224,7 @@ func TestInspectHTTPEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	respond := idemlambda.Response{StatusCode: 201, Body: `{"order_id":"ord_1"}`}
+	const created = `{"order_id":"ord_1"}`
 	headers := map[string]string{"idempotency-key": "6f1c2a1e-8d35-4f0e-9c2f-1f2e3d4c5b6a", "content-type": "application/json"}
 	rest := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/orders", Headers: headers, Body: `{"sku":"A1"}`,
 		RequestContext: events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"principalId": "user-1"}}}
@@ -235,18 +235,20 @@ func TestInspectHTTPEvent(t *testing.T) {
 		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "POST", Path: "/orders"},
 			Authorizer: &events.LambdaFunctionURLRequestContextAuthorizerDescription{IAM: &events.LambdaFunctionURLRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/u3"}}}}
 
-	restH, err := idemlambda.RESTAPI(runner, func(context.Context, events.APIGatewayProxyRequest) (idemlambda.Response, error) { return respond, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpH, err := idemlambda.HTTPAPI(runner, func(context.Context, events.APIGatewayV2HTTPRequest) (idemlambda.Response, error) {
-		return respond, nil
+	restH, err := idemlambda.RESTAPI(runner, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		return events.APIGatewayProxyResponse{StatusCode: 201, Body: created}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	urlH, err := idemlambda.FunctionURL(runner, func(context.Context, events.LambdaFunctionURLRequest) (idemlambda.Response, error) {
-		return respond, nil
+	httpH, err := idemlambda.HTTPAPI(runner, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: created}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urlH, err := idemlambda.FunctionURL(runner, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		return events.LambdaFunctionURLResponse{StatusCode: 201, Body: created}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

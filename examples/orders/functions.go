@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -72,98 +71,6 @@ type Placed struct {
 	OrderID     string `json:"order_id"`     // OrderID is the new order's id.
 	Status      string `json:"status"`       // Status is "placed".
 	AmountCents int64  `json:"amount_cents"` // AmountCents is the order's amount.
-}
-
-// NewAPI returns orders-api's handler: POST /orders, made idempotent by
-// idemlambda.HTTPAPI (the Idempotency-Key header is required).
-func NewAPI(d Deps) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
-	if d.Orders == nil {
-		return nil, errors.New("orders: no orders table")
-	}
-	r, err := d.runner()
-	if err != nil {
-		return nil, err
-	}
-	return idemlambda.HTTPAPI(r, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (idemlambda.Response, error) {
-		return placeOrder(ctx, d, req)
-	}, idemlambda.WithLogger(d.Logger))
-}
-
-func placeOrder(ctx context.Context, d Deps, req events.APIGatewayV2HTTPRequest) (idemlambda.Response, error) {
-	if req.RequestContext.HTTP.Method != http.MethodPost || req.RawPath != "/orders" {
-		return jsonResponse(http.StatusNotFound, map[string]string{"error": "no such route"}), nil
-	}
-	if d.TestHooks {
-		if ms, err := strconv.Atoi(header(req.Headers, "x-test-sleep-ms")); err == nil && ms > 0 {
-			time.Sleep(time.Duration(ms) * time.Millisecond)
-		}
-		if code, err := strconv.Atoi(header(req.Headers, "x-test-fail")); err == nil && code >= 500 && code <= 599 {
-			return jsonResponse(code, map[string]string{"error": "test hook: failing with " + strconv.Itoa(code)}), nil
-		}
-	}
-	body, err := idemlambda.DecodeBody(req.Body, req.IsBase64Encoded)
-	if err != nil { // the wrapper refuses such a body before the handler runs
-		return jsonResponse(http.StatusBadRequest, map[string]string{"error": "body is not valid base64"}), nil
-	}
-	var in PlaceOrder
-	if err := json.Unmarshal(body, &in); err != nil {
-		return jsonResponse(http.StatusBadRequest, map[string]string{"error": "body is not a JSON order: " + err.Error()}), nil
-	}
-	if msg := in.validate(); msg != "" {
-		return jsonResponse(http.StatusBadRequest, map[string]string{"error": msg}), nil
-	}
-	key, ok := idemlambda.StoredKey(ctx)
-	if !ok {
-		return idemlambda.Response{}, errors.New("orders: no idempotency key in the handler's context")
-	}
-	// The order id comes from the request's key, not from a random draw: a
-	// run repeated after a failure (the message not sent, say) writes the
-	// same order again instead of a second one, and sends the same event id.
-	o := Order{OrderID: OrderID(key), CustomerID: in.CustomerID, Items: in.Items, PlacedAt: time.Now().UTC()}
-	for _, it := range in.Items {
-		o.AmountCents += it.Qty * it.PriceCents
-	}
-	if err := d.Orders.PutOrder(ctx, o); err != nil {
-		return idemlambda.Response{}, err
-	}
-	if d.Publisher != nil {
-		ev := OrderPlaced{Type: "OrderPlaced", EventID: "evt_" + o.OrderID[len("ord_"):], OrderID: o.OrderID, CustomerID: o.CustomerID, AmountCents: o.AmountCents}
-		if err := d.Publisher.Publish(ctx, ev); err != nil {
-			return idemlambda.Response{}, err
-		}
-	}
-	resp := jsonResponse(http.StatusCreated, Placed{OrderID: o.OrderID, Status: "placed", AmountCents: o.AmountCents})
-	resp.Headers["Location"] = "/orders/" + o.OrderID
-	return resp, nil
-}
-
-func (p PlaceOrder) validate() string {
-	if p.CustomerID == "" {
-		return "customer_id is required"
-	}
-	if len(p.Items) == 0 {
-		return "an order needs at least one item"
-	}
-	for i, it := range p.Items {
-		if it.SKU == "" || it.Qty < 1 || it.PriceCents < 0 {
-			return fmt.Sprintf("item %d needs a sku, a qty of at least 1 and a price_cents of at least 0", i)
-		}
-	}
-	return ""
-}
-
-func header(h map[string]string, name string) string {
-	for k, v := range h {
-		if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(name) {
-			return v
-		}
-	}
-	return ""
-}
-
-func jsonResponse(status int, v any) idemlambda.Response {
-	b, _ := json.Marshal(v) // the example's bodies always marshal
-	return idemlambda.Response{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}
 }
 
 // NewConsumer returns orders-consumer's handler: one ledger entry per
@@ -240,25 +147,6 @@ func NewID(prefix string) string {
 // to CloudWatch Logs), with the function's name on every record.
 func NewLogger(function string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stdout, nil)).With(slog.String("function", function))
-}
-
-// APIFromEnv builds orders-api's handler from the environment (APIEnv) and
-// the AWS SDK's default configuration (region, credentials, endpoints such as
-// AWS_ENDPOINT_URL_DYNAMODB).
-func APIFromEnv(ctx context.Context) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
-	cfg, err := ConfigFromEnv(os.Getenv, APIEnv)
-	if err != nil {
-		return nil, err
-	}
-	logger := NewLogger("orders-api")
-	d, err := awsDeps(ctx, cfg, logger)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.QueueURL == "" {
-		logger.Warn("ORDERS_QUEUE_URL is empty: no OrderPlaced messages will be sent")
-	}
-	return NewAPI(d)
 }
 
 // ConsumerFromEnv builds orders-consumer's handler from the environment

@@ -1,0 +1,178 @@
+package httprule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// Media type and type URIs of the wrappers' own answers.
+const (
+	// ContentType is the media type of the wrappers' own answers (RFC
+	// 9457 problem details).
+	ContentType = "application/problem+json"
+	// TypeBase starts the type URI of every problem; the rest is one of the
+	// problem type names below (anchors in the README).
+	TypeBase = "https://github.com/idemgo/idem#"
+)
+
+// Problem type names, appended to TypeBase.
+const (
+	MissingKey       = "missing-idempotency-key" // 400
+	InvalidKey       = "invalid-idempotency-key" // 400
+	InvalidBody      = "invalid-body"            // 400
+	BodyTooLarge     = "body-too-large"          // 413
+	InProgress       = "request-in-progress"     // 409
+	KeyReused        = "idempotency-key-reused"  // 422
+	RetriesExhausted = "retries-exhausted"       // 500
+	ResponseOmitted  = "response-not-replayable" // 500
+	StoreUnavailable = "store-unavailable"       // 503
+	Internal         = "internal-error"          // 500
+)
+
+// Problem is an RFC 9457 problem details object, the body of the wrappers'
+// own answers.
+type Problem struct {
+	// Type is a URI naming the problem: TypeBase + a problem type name.
+	Type string `json:"type"`
+	// Title is a short summary of the problem type.
+	Title string `json:"title"`
+	// Status is the HTTP status code.
+	Status int `json:"status"`
+	// Detail explains this occurrence.
+	Detail string `json:"detail,omitempty"`
+}
+
+type spec struct {
+	status        int
+	title, detail string
+}
+
+// specs is the HTTP status table of the wrappers' own answers.
+var specs = map[string]spec{
+	MissingKey:       {http.StatusBadRequest, "Missing Idempotency-Key header", "This endpoint needs an Idempotency-Key header (for example a random UUID) that is the same on every retry of one request."},
+	InvalidKey:       {http.StatusBadRequest, "Invalid Idempotency-Key header", ""},
+	InvalidBody:      {http.StatusBadRequest, "Invalid request body", ""},
+	BodyTooLarge:     {http.StatusRequestEntityTooLarge, "Request body too large", ""},
+	InProgress:       {http.StatusConflict, "Request in progress", "A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After."},
+	KeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key reused", "This Idempotency-Key was used with another request (method, path or body). Use a new key for a new request."},
+	RetriesExhausted: {http.StatusInternalServerError, "Retries exhausted", "Requests with this Idempotency-Key failed with errors to retry (5xx, 408, 429) too often; it will not run again. Use a new key."},
+	ResponseOmitted:  {http.StatusInternalServerError, "Response cannot be replayed", "This request succeeded earlier, but its response was not kept (too large, or streamed), so it cannot be replayed."},
+	StoreUnavailable: {http.StatusServiceUnavailable, "Service unavailable", "The idempotency store failed; retry."},
+	Internal:         {http.StatusInternalServerError, "Internal error", ""},
+}
+
+// Answer is one of the wrappers' own answers, given in the handler's place:
+// a problem, its status and headers, and the verdict it answers.
+type Answer struct {
+	// Status is the HTTP status code.
+	Status int
+	// Header holds Content-Type and, where they apply, Retry-After and
+	// HeaderReplayed.
+	Header map[string]string
+	// Body is the problem's JSON.
+	Body []byte
+	// Verdict is what happened to the request (idem.InvalidKey for a
+	// missing key, idem.InvalidPayload for a body refused before the
+	// runner saw it).
+	Verdict idem.Verdict
+}
+
+// NewAnswer returns the answer of problem type typ (a name above), with
+// detail, or the type's own detail when detail is empty.
+func NewAnswer(typ, detail string, v idem.Verdict) Answer {
+	s, ok := specs[typ]
+	if !ok {
+		typ, s = Internal, specs[Internal]
+	}
+	if detail == "" {
+		detail = s.detail
+	}
+	b, _ := json.Marshal(Problem{Type: TypeBase + typ, Title: s.title, Status: s.status, Detail: detail}) // always marshals
+	return Answer{Status: s.status, Header: map[string]string{"Content-Type": ContentType}, Body: b, Verdict: v}
+}
+
+// Refusal returns the answer to a call whose handler did not run in it and
+// that is not a replay of a stored response, from the runner's verdict and
+// error; now is the wrapper's clock, for Retry-After.
+func Refusal(v idem.Verdict, err error, now time.Time) Answer {
+	var detail string
+	if err != nil {
+		detail = err.Error()
+	}
+	switch v {
+	case idem.InProgress:
+		a := NewAnswer(InProgress, "", v)
+		var ipe *core.InProgressError
+		if errors.As(err, &ipe) {
+			a.Header["Retry-After"] = strconv.Itoa(RetryAfterSeconds(ipe.RetryAt, now))
+		} else {
+			a.Header["Retry-After"] = "1"
+		}
+		return a
+	case idem.KeyReused:
+		return NewAnswer(KeyReused, "", v)
+	case idem.RetriesExhausted:
+		return NewAnswer(RetriesExhausted, "", v)
+	case idem.InvalidKey:
+		return NewAnswer(InvalidKey, detail, v)
+	case idem.InvalidPayload:
+		return NewAnswer(InvalidBody, detail, v)
+	case idem.StoreFailed, idem.FailedTransiently:
+		if core.Classify(err, core.DefaultClassifiers...) == core.Transient {
+			a := NewAnswer(StoreUnavailable, "", v)
+			a.Header["Retry-After"] = "1"
+			return a
+		}
+	}
+	return NewAnswer(Internal, "", v)
+}
+
+// Omitted is the answer to a replay of a success whose response was not
+// kept (too large for the store, or not recorded by the middleware): 500
+// response-not-replayable, marked as replayed.
+func Omitted() Answer {
+	a := NewAnswer(ResponseOmitted, "", idem.Replayed)
+	a.Header[HeaderReplayed] = "true"
+	return a
+}
+
+// ErrRetryableResponse is the handler failure recorded for an answer that
+// is not stored (see RetryableStatus).
+var ErrRetryableResponse = errors.New("idem: handler answered a status the client retries")
+
+// RetryableStatus reports whether a handler's answer is returned to the
+// client but not stored: a server error (500 or more), 408 Request Timeout
+// or 429 Too Many Requests, all of which ask the client to retry, with the
+// same key, a request that did not take effect.
+func RetryableStatus(code int) bool {
+	return code >= 500 || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests
+}
+
+// RetryLater is the error a wrapper's handler function returns for an
+// answer with a retryable status: recorded as a retryable failure (the key
+// stays open for the client's own retry) and not retried in-process
+// (core.MarkRetryLater).
+func RetryLater(status int) error {
+	return core.MarkRetryLater(fmt.Errorf("%w: status %d", ErrRetryableResponse, status))
+}
+
+// RetryAfterSeconds is the whole seconds from now to at, rounded up, at
+// least 1.
+func RetryAfterSeconds(at, now time.Time) int {
+	s := math.Ceil(at.Sub(now).Seconds())
+	if s < 1 {
+		return 1
+	}
+	if s > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(s)
+}

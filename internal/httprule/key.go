@@ -1,0 +1,110 @@
+package httprule
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/idemgo/idem/core"
+)
+
+// Header names and the key's length limit.
+const (
+	// HeaderIdempotencyKey carries the client's idempotency key; it is
+	// looked up case-insensitively.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderReplayed is set to "true" on an answer replayed from the store.
+	HeaderReplayed = "Idempotent-Replayed"
+	// MaxKeyLen is the longest Idempotency-Key value accepted, in
+	// characters.
+	MaxKeyLen = 255
+)
+
+// KeyHeader returns the Idempotency-Key value of a request's headers,
+// single-valued (headers) or multi-valued (multi, which wins when it has
+// the header; an http.Header is one). A quoted string (an RFC 8941
+// sf-string, as the IETF draft writes the header) is unquoted. ok is false
+// if there is none. The error, for a present but unusable header (empty,
+// longer than MaxKeyLen, characters outside visible ASCII, a comma, a
+// double quote or a backslash left after unquoting, several values), wraps
+// core.ErrInvalidKey. A comma is refused because API Gateway
+// HTTP APIs and function URLs deliver a repeated header as one value joined
+// with commas; refusing it everywhere keeps one rule.
+func KeyHeader(headers map[string]string, multi map[string][]string) (value string, ok bool, err error) {
+	var vals []string
+	for k, vs := range multi {
+		if strings.EqualFold(k, HeaderIdempotencyKey) {
+			vals = append(vals, vs...)
+		}
+	}
+	if len(vals) == 0 {
+		for k, v := range headers {
+			if strings.EqualFold(k, HeaderIdempotencyKey) {
+				vals = append(vals, v)
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return "", false, nil
+	}
+	if len(vals) > 1 {
+		return "", true, fmt.Errorf("%w: %d Idempotency-Key headers, want one", core.ErrInvalidKey, len(vals))
+	}
+	v, err := checkKey(vals[0])
+	return v, true, err
+}
+
+func checkKey(v string) (string, error) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	if v == "" {
+		return "", fmt.Errorf("%w: empty Idempotency-Key header", core.ErrInvalidKey)
+	}
+	if len(v) > MaxKeyLen {
+		return "", fmt.Errorf("%w: Idempotency-Key header is %d characters, at most %d", core.ErrInvalidKey, len(v), MaxKeyLen)
+	}
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case ',':
+			return "", fmt.Errorf("%w: Idempotency-Key header has a comma at offset %d: repeated headers, or a key that is not allowed", core.ErrInvalidKey, i)
+		case '"', '\\':
+			return "", fmt.Errorf("%w: Idempotency-Key header has %q at offset %d: a malformed quoted string", core.ErrInvalidKey, v[i], i)
+		}
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return "", fmt.Errorf("%w: Idempotency-Key header has byte %#02x at offset %d, want visible ASCII", core.ErrInvalidKey, v[i], i)
+		}
+	}
+	return v, nil
+}
+
+// Key returns the stored key of a request: the Idempotency-Key value hashed
+// with the caller identity (labelled parts such as "sub=..."; none means
+// anonymous; see core.DeriveKey). The method and the path are not part of
+// it but of the fingerprint (Payload), so that the key used on another
+// endpoint is refused as reused rather than run again. The error wraps
+// core.ErrInvalidKey.
+func Key(headerValue string, identity []string) (string, error) {
+	who := "anonymous"
+	if len(identity) > 0 {
+		who = strings.Join(identity, "\n")
+	}
+	sum := sha256.Sum256([]byte(who))
+	return core.DeriveKey("http", hex.EncodeToString(sum[:]), headerValue)
+}
+
+type storedKeyCtx struct{}
+
+// WithStoredKey returns ctx carrying key for the handler (see StoredKey).
+func WithStoredKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, storedKeyCtx{}, key)
+}
+
+// StoredKey returns the stored key that WithStoredKey put in ctx: ok is
+// false if there is none.
+func StoredKey(ctx context.Context) (key string, ok bool) {
+	key, ok = ctx.Value(storedKeyCtx{}).(string)
+	return key, ok && key != ""
+}

@@ -1,0 +1,96 @@
+package httprule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/idemgo/idem/core"
+)
+
+// MaxBodyDepth is the deepest nesting of arrays and objects accepted in a
+// JSON request body. JSON nested deeper than 10,000 is refused by
+// encoding/json and by the fingerprint's canonicalizer, and the fingerprint
+// (Payload) puts the body one level down.
+const MaxBodyDepth = 9999
+
+// Payload returns the JSON that fingerprints a request: its method, its
+// path and its body, as {"method":..,"path":..,"json":<body>} for a JSON
+// body (canonical: key order and whitespace do not count),
+// {"method":..,"path":..,"text":"<body>"} for other UTF-8 text and
+// {"method":..,"path":..,"base64":"<body>"} for binary data; an empty body
+// is left out. The error, for a body that opens with '[' or '{' and nests
+// arrays and objects deeper than MaxBodyDepth, wraps core.ErrInvalidPayload.
+func Payload(method, path string, body []byte) ([]byte, error) {
+	if nestsDeeper(body, MaxBodyDepth) {
+		return nil, fmt.Errorf("%w: body nests arrays and objects deeper than %d", core.ErrInvalidPayload, MaxBodyDepth)
+	}
+	p := struct {
+		Method string          `json:"method"`
+		Path   string          `json:"path"`
+		JSON   json.RawMessage `json:"json,omitempty"`
+		Text   *string         `json:"text,omitempty"`
+		Base64 []byte          `json:"base64,omitempty"`
+	}{Method: method, Path: path}
+	switch c := jsonCanonical(body); {
+	case len(body) == 0:
+	case c != nil:
+		p.JSON = c
+	case utf8.Valid(body):
+		s := string(body)
+		p.Text = &s
+	default:
+		p.Base64 = body
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", core.ErrInvalidPayload, err)
+	}
+	return b, nil
+}
+
+// nestsDeeper reports whether b, a document that opens with '[' or '{'
+// after optional whitespace, has more than max arrays and objects open at
+// once. Brackets inside strings do not count; the rest of the syntax is not
+// checked.
+func nestsDeeper(b []byte, max int) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	if len(t) == 0 || (t[0] != '[' && t[0] != '{') {
+		return false
+	}
+	depth, inString, escaped := 0, false, false
+	for _, c := range t {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
+}
+
+func jsonCanonical(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	c, err := core.Canonicalize(b)
+	if err != nil {
+		return nil
+	}
+	return c
+}

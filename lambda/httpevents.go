@@ -1,0 +1,168 @@
+package idemlambda
+
+import (
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Shapes: the names, in a stored response's envelope, of the response
+// types. An ALB's response is stored under the header mode of its request.
+const (
+	shapeREST        = "rest-api"
+	shapeHTTPAPI     = "http-api"
+	shapeFunctionURL = "function-url"
+	shapeALB         = "alb"
+	shapeALBMulti    = "alb-multi-value"
+)
+
+// httpRequest is the event-neutral view of a request.
+type httpRequest struct {
+	method, path string
+	headers      map[string]string
+	multi        map[string][]string // REST, and ALB with multi-value headers
+	body         string
+	base64       bool
+	identity     []string // labelled parts, in a fixed order
+	shape        string   // the stored shape of the answer
+	multiAnswer  bool     // the wrapper's headers go in MultiValueHeaders
+}
+
+// flavour is what the HTTP machinery knows of one event source: the
+// request's view, and the conversions of its response type to and from
+// the neutral view.
+type flavour[Req, Resp any] struct {
+	name    string // the constructor
+	request func(Req) httpRequest
+	view    func(Resp) response
+	native  func(response) Resp
+}
+
+var restFlavour = flavour[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{
+	name:    "RESTAPI",
+	request: restRequest,
+	view: func(r events.APIGatewayProxyResponse) response {
+		return response{StatusCode: r.StatusCode, Headers: r.Headers, MultiValueHeaders: r.MultiValueHeaders, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}
+	},
+	native: func(v response) events.APIGatewayProxyResponse {
+		return events.APIGatewayProxyResponse{StatusCode: v.StatusCode, Headers: v.Headers, MultiValueHeaders: v.MultiValueHeaders, Body: v.Body, IsBase64Encoded: v.IsBase64Encoded}
+	},
+}
+
+var httpAPIFlavour = flavour[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{
+	name:    "HTTPAPI",
+	request: httpAPIRequest,
+	view: func(r events.APIGatewayV2HTTPResponse) response {
+		return response{StatusCode: r.StatusCode, Headers: r.Headers, MultiValueHeaders: r.MultiValueHeaders, Cookies: r.Cookies, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}
+	},
+	native: func(v response) events.APIGatewayV2HTTPResponse {
+		return events.APIGatewayV2HTTPResponse{StatusCode: v.StatusCode, Headers: v.Headers, MultiValueHeaders: v.MultiValueHeaders, Cookies: v.Cookies, Body: v.Body, IsBase64Encoded: v.IsBase64Encoded}
+	},
+}
+
+var functionURLFlavour = flavour[events.LambdaFunctionURLRequest, events.LambdaFunctionURLResponse]{
+	name:    "FunctionURL",
+	request: functionURLRequest,
+	view: func(r events.LambdaFunctionURLResponse) response {
+		return response{StatusCode: r.StatusCode, Headers: r.Headers, Cookies: r.Cookies, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}
+	},
+	native: func(v response) events.LambdaFunctionURLResponse {
+		return events.LambdaFunctionURLResponse{StatusCode: v.StatusCode, Headers: v.Headers, Cookies: v.Cookies, Body: v.Body, IsBase64Encoded: v.IsBase64Encoded}
+	},
+}
+
+var albFlavour = flavour[events.ALBTargetGroupRequest, events.ALBTargetGroupResponse]{
+	name:    "ALB",
+	request: albRequest,
+	view: func(r events.ALBTargetGroupResponse) response {
+		return response{StatusCode: r.StatusCode, StatusDescription: r.StatusDescription, Headers: r.Headers, MultiValueHeaders: r.MultiValueHeaders, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}
+	},
+	native: func(v response) events.ALBTargetGroupResponse {
+		return events.ALBTargetGroupResponse{StatusCode: v.StatusCode, StatusDescription: v.StatusDescription, Headers: v.Headers, MultiValueHeaders: v.MultiValueHeaders, Body: v.Body, IsBase64Encoded: v.IsBase64Encoded}
+	},
+}
+
+func restRequest(r events.APIGatewayProxyRequest) httpRequest {
+	var id []string
+	if a := r.RequestContext.Authorizer; a != nil {
+		id = addIdentity(id, "principal", stringOf(a["principalId"]))
+		if claims, ok := a["claims"].(map[string]any); ok {
+			id = addIdentity(id, "sub", stringOf(claims["sub"]))
+		}
+	}
+	ri := r.RequestContext.Identity
+	if ri.UserArn != "" {
+		id = addIdentity(id, "iam", ri.UserArn)
+	} else {
+		id = addIdentity(id, "iam", ri.Caller)
+	}
+	id = addIdentity(id, "cognito", ri.CognitoIdentityID)
+	id = addIdentity(id, "apikey", ri.APIKeyID)
+	method := r.HTTPMethod
+	if method == "" {
+		method = r.RequestContext.HTTPMethod
+	}
+	return httpRequest{method: method, path: r.Path, headers: r.Headers, multi: r.MultiValueHeaders, body: r.Body, base64: r.IsBase64Encoded, identity: id, shape: shapeREST}
+}
+
+func httpAPIRequest(r events.APIGatewayV2HTTPRequest) httpRequest {
+	var id []string
+	if a := r.RequestContext.Authorizer; a != nil {
+		if a.JWT != nil {
+			id = addIdentity(id, "sub", a.JWT.Claims["sub"])
+		}
+		if a.IAM != nil {
+			if a.IAM.UserARN != "" {
+				id = addIdentity(id, "iam", a.IAM.UserARN)
+			} else {
+				id = addIdentity(id, "iam", a.IAM.CallerID)
+			}
+		}
+		if a.Lambda != nil {
+			id = addIdentity(id, "principal", stringOf(a.Lambda["principalId"]))
+			id = addIdentity(id, "lambda-sub", stringOf(a.Lambda["sub"]))
+		}
+	}
+	path := r.RawPath
+	if path == "" {
+		path = r.RequestContext.HTTP.Path
+	}
+	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: id, shape: shapeHTTPAPI}
+}
+
+func functionURLRequest(r events.LambdaFunctionURLRequest) httpRequest {
+	var id []string
+	if a := r.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		if a.IAM.UserARN != "" {
+			id = addIdentity(id, "iam", a.IAM.UserARN)
+		} else {
+			id = addIdentity(id, "iam", a.IAM.CallerID)
+		}
+	}
+	path := r.RawPath
+	if path == "" {
+		path = r.RequestContext.HTTP.Path
+	}
+	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: id, shape: shapeFunctionURL}
+}
+
+// albRequest: an ALB has no caller identity of its own (WithIdentityHeader
+// adds one). A target group with multi-value headers sends
+// multiValueHeaders and no headers, and reads only multiValueHeaders back.
+func albRequest(r events.ALBTargetGroupRequest) httpRequest {
+	req := httpRequest{method: r.HTTPMethod, path: r.Path, headers: r.Headers, multi: r.MultiValueHeaders, body: r.Body, base64: r.IsBase64Encoded, shape: shapeALB}
+	if len(r.MultiValueHeaders) > 0 {
+		req.shape, req.multiAnswer = shapeALBMulti, true
+	}
+	return req
+}
+
+func addIdentity(id []string, label, v string) []string {
+	if v == "" {
+		return id
+	}
+	return append(id, label+"="+v)
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
+}

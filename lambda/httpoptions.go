@@ -1,0 +1,57 @@
+package idemlambda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idemgo/idem"
+)
+
+// responseHook is WithResponseHook's hook, with the name of the response
+// type it takes for the error of a wrapper that answers another.
+type responseHook struct {
+	fn  any // func(context.Context, *R, idem.Verdict)
+	typ string
+}
+
+// WithIdentityHeader adds the value of the request header name (looked up
+// case-insensitively; several values are joined with commas) to the caller
+// identity that scopes the stored keys, labelled "header:<name>", beside
+// the identity the event carries. A request without the header keeps the
+// event's identity alone. Use it only for a header that something trusted
+// sets and clients cannot forge: behind an ALB listener rule that
+// authenticates users, "x-amzn-oidc-identity" (the user's subject); behind
+// API Gateway, a header set by the integration. A header the client sends
+// itself only partitions its own key space. HTTP wrappers only.
+func WithIdentityHeader(name string) HTTPOption {
+	return httpOption(func(c *config) error {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:=,") {
+			return fmt.Errorf("idemlambda: identity header %q is not a header name", name)
+		}
+		c.identityHeader = name
+		return nil
+	})
+}
+
+// WithResponseHook calls hook on every answer the wrapper gives in the
+// handler's place, before it is returned: a replay (verdict idem.Replayed),
+// the wrapper's own problems (in progress, key reused, invalid key, a
+// handler error answered as a 500, ...), each with its verdict. The
+// handler's own response on a fresh run is not given to the hook: the
+// handler shapes that itself. The hook may change the response (add
+// headers, log it); its changes are not stored. A replay keeps
+// Idempotent-Replayed: true whatever the hook does. The hook's response
+// type must be the wrapper's (events.APIGatewayV2HTTPResponse for HTTPAPI,
+// and so on); another is an error of the constructor. HTTP wrappers only.
+func WithResponseHook[R HTTPResponse](hook func(ctx context.Context, resp *R, verdict idem.Verdict)) HTTPOption {
+	return httpOption(func(c *config) error {
+		if hook == nil {
+			return errors.New("idemlambda: nil response hook")
+		}
+		var zero R
+		c.hook = &responseHook{fn: hook, typ: fmt.Sprintf("%T", zero)}
+		return nil
+	})
+}
