@@ -1,0 +1,250 @@
+package httpidem
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/httprule"
+)
+
+// Middleware returns net/http middleware that makes the handlers it wraps
+// idempotent per Idempotency-Key header (IETF
+// draft-ietf-httpapi-idempotency-key-header-06), for any http.Handler: the
+// standard mux, chi (r.Use), gorilla/mux (r.Use), and so on.
+//
+//   - which requests: those of WithRequiredMethods' methods (default POST
+//     and PATCH), which must carry the header (missing: 400), and those of
+//     any other method but GET, HEAD, OPTIONS and TRACE that carry one;
+//     the rest pass through untouched;
+//   - the header (any case; an RFC 8941 quoted string is unquoted) holds 1
+//     to MaxKeyLen visible ASCII characters other than a comma, once;
+//     invalid or repeated: 400;
+//   - the stored key hashes the header with the caller (WithIdentity), so
+//     one caller can neither replay nor block another's key;
+//   - the fingerprint covers the method, the path (escaped, without the
+//     query) and the body (a JSON body compared canonically, any other body
+//     byte for byte). The body is read whole before the handler runs and
+//     given to it again: over WithMaxBodyBytes, 413; JSON nested deeper
+//     than MaxBodyDepth, 400;
+//   - the same key with another method, path or body: 422; still running
+//     elsewhere: 409 with Retry-After (whole seconds until its lease ends);
+//   - replay: the recorded status, headers (every value: a second
+//     Set-Cookie too) and body, plus Idempotent-Replayed: true, after the
+//     hook of WithResponseHook;
+//   - an answer of 500 or more, 408 or 429, and a handler that panics, are
+//     not recorded: the key is released as a retryable failure and the
+//     client's retry runs the handler again (each such run counts against
+//     idem.WithMaxAttempts; once they are used up: 500 retries-exhausted);
+//     a panic is re-raised after the failure is recorded;
+//   - a streamed answer (the handler flushes, or hijacks the connection)
+//     or one whose body is over WithMaxResponseBytes reaches the client as
+//     it is written, but is not recorded: the key is recorded as a success
+//     without a response, and a retry gets 500 response-not-replayable
+//     (marked as replayed) rather than a second run of the handler;
+//   - store failures: 503 with Retry-After: 1 when transient, else 500.
+//
+// The handler's context has a deadline (WithTimeout), from which the
+// runner's lease on the key is computed. Middleware returns an error for a
+// nil runner or a bad option; the middleware it returns panics on a nil
+// handler, as http.Handle does.
+func Middleware(runner *idem.Runner, opts ...Option) (func(http.Handler) http.Handler, error) {
+	if runner == nil {
+		return nil, errors.New("httpidem: nil runner")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			panic("httpidem: nil handler")
+		}
+		return &middleware{runner: runner, cfg: cfg, next: next}
+	}, nil
+}
+
+// middleware is one wrapped handler. Safe for concurrent use: it is not
+// changed after Middleware.
+type middleware struct {
+	runner *idem.Runner
+	cfg    config
+	next   http.Handler
+}
+
+// safe are the methods whose Idempotency-Key is ignored unless required.
+var safe = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodOptions: true, http.MethodTrace: true}
+
+// ServeHTTP takes the key and the payload, runs, and maps the answer.
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key, payload, body, ok := m.admit(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithDeadline(r.Context(), m.cfg.now().Add(m.cfg.timeout))
+	defer cancel()
+	rec := newRecorder(w, m.cfg.maxResponse)
+	ran := false
+	var panicked any
+	out, err := m.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+		if ran { // not reached: every failure below is marked to retry later
+			return nil, core.MarkRetryLater(errors.New("httpidem: handler already ran in this request"))
+		}
+		ran = true
+		hr := r.WithContext(httprule.WithStoredKey(ctx, key))
+		hr.Body, hr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		if panicked = serve(m.next, rec, hr); panicked != nil {
+			return nil, core.MarkRetryLater(fmt.Errorf("httpidem: handler panicked: %v", panicked))
+		}
+		return recorded(rec)
+	})
+	switch {
+	case panicked != nil:
+		m.log(ctx, slog.LevelError, r, key, "handler_panic", rec.status, out, err)
+		panic(panicked)
+	case ran:
+		// The handler's own answer has gone to the client, whether or not
+		// its outcome could be recorded (a failed record is logged).
+		m.log(ctx, levelOf(err), r, key, out.Verdict.String(), rec.status, out, err)
+	default:
+		status, err := m.answer(r.Context(), w, out, err)
+		m.log(ctx, levelOf(err), r, key, out.Verdict.String(), status, out, err)
+	}
+}
+
+// serve runs h, returning what it panicked with, if anything.
+func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (panicked any) {
+	defer func() { panicked = recover() }()
+	h.ServeHTTP(w, r)
+	return nil
+}
+
+// recorded is the outcome to store for the handler's answer.
+func recorded(rec *recorder) ([]byte, error) {
+	status := rec.finish()
+	switch {
+	case httprule.RetryableStatus(status):
+		return nil, httprule.RetryLater(status)
+	case rec.omitted:
+		return httprule.EncodeOmitted(shape), nil
+	}
+	return httprule.Encode(shape, Response{StatusCode: status, Header: rec.header, Body: rec.body.Bytes()})
+}
+
+func levelOf(err error) slog.Level {
+	if err != nil {
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// admit takes the stored key, the payload and the body of a request. ok is
+// false when admit has answered the request itself (400, 413) or passed it
+// through unkeyed.
+func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, payload, body []byte, ok bool) {
+	value, present, err := httprule.KeyHeader(nil, r.Header)
+	switch {
+	case !m.cfg.required[r.Method] && (!present || safe[r.Method]):
+		m.log(r.Context(), slog.LevelDebug, r, "", "unkeyed", 0, idem.Outcome{}, nil)
+		m.next.ServeHTTP(w, r)
+		return "", nil, nil, false
+	case err != nil:
+		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
+	case !present:
+		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.MissingKey, "", idem.InvalidKey), "missing_key", nil)
+	}
+	var identity []string
+	if m.cfg.identity != nil {
+		if id := m.cfg.identity(r); id != "" {
+			identity = []string{"caller=" + id}
+		}
+	}
+	if key, err = httprule.Key(value, identity); err != nil {
+		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
+	}
+	if body, err = m.readBody(r); err != nil {
+		a := httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload)
+		if errors.Is(err, errTooLarge) {
+			a = httprule.NewAnswer(httprule.BodyTooLarge, err.Error(), idem.InvalidPayload)
+		}
+		return "", nil, nil, m.refuse(w, r, a, "invalid_body", err)
+	}
+	if payload, err = httprule.Payload(r.Method, r.URL.EscapedPath(), body); err != nil {
+		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), "invalid_body", err)
+	}
+	return key, payload, body, true
+}
+
+// errTooLarge is readBody's error for a body over the limit.
+var errTooLarge = errors.New("httpidem: request body too large")
+
+// readBody reads the request's body whole, up to the limit.
+func (m *middleware) readBody(r *http.Request) ([]byte, error) {
+	limit := m.cfg.maxBody
+	if r.ContentLength > limit {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", errTooLarge, r.ContentLength, limit)
+	}
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, mbe.Limit)
+	case int64(len(b)) > limit:
+		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
+	case err != nil:
+		return nil, fmt.Errorf("%w: the request body could not be read: %v", core.ErrInvalidPayload, err)
+	}
+	return b, nil
+}
+
+// refuse answers a request that could not be keyed, and logs why; false.
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, a httprule.Answer, decision string, err error) bool {
+	status := m.write(r.Context(), w, answerResponse(a), a.Verdict, false)
+	m.log(r.Context(), slog.LevelWarn, r, "", decision, status, idem.Outcome{}, err)
+	return false
+}
+
+// answer writes the answer to a call whose handler did not run in this
+// request: the replay, or a problem. It returns the status and the error
+// to log.
+func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem.Outcome, err error) (int, error) {
+	if out.Verdict != idem.Replayed {
+		a := httprule.Refusal(out.Verdict, err, m.cfg.now())
+		return m.write(ctx, w, answerResponse(a), a.Verdict, false), err
+	}
+	if out.ResultOmitted {
+		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.Replayed, true), nil
+	}
+	st, err := httprule.Decode(out.Result)
+	var resp Response
+	switch {
+	case err != nil:
+	case st.Omitted:
+		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.Replayed, true), nil
+	case st.Shape != shape:
+		err = fmt.Errorf("%w: a %q response, not one this middleware stored", httprule.ErrStoredFormat, st.Shape)
+	default:
+		if uerr := json.Unmarshal(st.Response, &resp); uerr != nil {
+			err = fmt.Errorf("%w: %v", httprule.ErrStoredFormat, uerr)
+		}
+	}
+	if err != nil {
+		return m.write(ctx, w, answerResponse(httprule.NewAnswer(httprule.Internal, "", idem.Replayed)), idem.Replayed, false), err
+	}
+	return m.write(ctx, w, resp, idem.Replayed, true), nil
+}

@@ -1,0 +1,171 @@
+package httpidem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idemgo/idem"
+)
+
+// Defaults of the middleware's options.
+const (
+	// DefaultMaxBodyBytes is the largest request body a keyed request may
+	// have (WithMaxBodyBytes): 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxResponseBytes is the largest response body recorded for
+	// replay (WithMaxResponseBytes): 256 KiB.
+	DefaultMaxResponseBytes = 256 << 10
+	// DefaultTimeout is the time a keyed request's handler gets
+	// (WithTimeout): 30 seconds.
+	DefaultTimeout = 30 * time.Second
+)
+
+// Option configures Middleware. A bad option is an error of Middleware.
+type Option func(*config) error
+
+type config struct {
+	required    map[string]bool
+	identity    func(*http.Request) string
+	maxBody     int64
+	maxResponse int
+	timeout     time.Duration
+	now         func() time.Time
+	logger      *slog.Logger
+	hook        func(context.Context, *Response, idem.Verdict)
+}
+
+func defaultConfig() config {
+	return config{
+		required:    map[string]bool{http.MethodPost: true, http.MethodPatch: true},
+		maxBody:     DefaultMaxBodyBytes,
+		maxResponse: DefaultMaxResponseBytes,
+		timeout:     DefaultTimeout,
+		now:         time.Now,
+	}
+}
+
+// WithRequiredMethods sets the methods whose requests must carry an
+// Idempotency-Key header (400 missing-idempotency-key without one; default
+// POST and PATCH, the methods the IETF draft names). With no methods, a key
+// is never required. A request of another method that carries a key is
+// made idempotent too, except for the safe methods GET, HEAD, OPTIONS and
+// TRACE, whose key is ignored unless they are listed here.
+func WithRequiredMethods(methods ...string) Option {
+	return func(c *config) error {
+		set := map[string]bool{}
+		for _, m := range methods {
+			if m == "" || strings.ContainsAny(m, " \t\r\n") {
+				return fmt.Errorf("httpidem: %q is not a method", m)
+			}
+			set[m] = true
+		}
+		c.required = set
+		return nil
+	}
+}
+
+// WithIdentity sets the function that names the caller of a request (a
+// user id, a tenant, an API client: from your authentication middleware's
+// context, never from what the client may choose freely). The stored key
+// hashes the Idempotency-Key header with it, so one caller can neither
+// replay nor block another's key. An empty identity, and the default
+// (none), is anonymous: all anonymous callers share one key space, so their
+// keys should be random (UUIDs).
+func WithIdentity(identity func(r *http.Request) string) Option {
+	return func(c *config) error {
+		if identity == nil {
+			return errors.New("httpidem: nil identity function")
+		}
+		c.identity = identity
+		return nil
+	}
+}
+
+// WithMaxBodyBytes bounds the body of a keyed request, which the middleware
+// reads whole to fingerprint it (at least 1; default DefaultMaxBodyBytes).
+// A larger body is answered 413 body-too-large before the handler runs.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("httpidem: body limit %d must be at least 1", n)
+		}
+		c.maxBody = n
+		return nil
+	}
+}
+
+// WithMaxResponseBytes bounds the response body recorded for replay (at
+// least 0; default DefaultMaxResponseBytes). A response with a larger body
+// is sent to the client as the handler writes it, but not recorded: its
+// key is recorded as a success that cannot be replayed (see Middleware).
+func WithMaxResponseBytes(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("httpidem: response limit %d must not be negative", n)
+		}
+		c.maxResponse = n
+		return nil
+	}
+}
+
+// WithTimeout sets the time a keyed request's handler gets (more than 0;
+// default DefaultTimeout): the middleware gives the handler a context with
+// the deadline now + d (or the request's own deadline, if earlier), and
+// the runner's lease on the key ends at that deadline plus its lease margin
+// (idem.WithLease). Set it above the longest time the handler takes: a
+// retry that arrives after the lease ends takes the key over and runs the
+// handler again.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("httpidem: timeout %v must be positive", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithClock sets the clock the middleware reads for the handler's deadline
+// and the Retry-After of a 409 (default time.Now). Give the runner the same
+// clock.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("httpidem: nil clock")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithLogger sets the logger of the middleware's decisions, one record per
+// request, with the key hashed (default: none). Give the runner the same
+// logger (idem.WithLogger) to see its own decisions too.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		c.logger = l
+		return nil
+	}
+}
+
+// WithResponseHook calls hook on every answer the middleware writes in the
+// handler's place, before it is written: a replay (verdict idem.Replayed),
+// and the middleware's own problems (in progress, key reused, missing or
+// invalid key, body too large, ...), each with its verdict. The handler's
+// own response is not given to the hook: the handler writes it itself. The
+// hook may change the response (add headers, log it); its changes are not
+// stored. A replay keeps Idempotent-Replayed: true whatever the hook does.
+func WithResponseHook(hook func(ctx context.Context, resp *Response, verdict idem.Verdict)) Option {
+	return func(c *config) error {
+		if hook == nil {
+			return errors.New("httpidem: nil response hook")
+		}
+		c.hook = hook
+		return nil
+	}
+}
