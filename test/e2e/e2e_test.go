@@ -44,6 +44,7 @@ var (
 	buildOnce  sync.Once
 	buildErr   error
 	apiBin     string
+	albBin     string
 	consumeBin string
 	buildDir   string
 )
@@ -91,7 +92,7 @@ func setup(t *testing.T) (rie string) {
 		for _, b := range []struct {
 			pkg string
 			out *string
-		}{{"./examples/orders/cmd/orders-api", &apiBin}, {"./examples/orders/cmd/orders-consumer", &consumeBin}} {
+		}{{"./examples/orders/cmd/orders-api", &apiBin}, {"./examples/orders/cmd/orders-alb", &albBin}, {"./examples/orders/cmd/orders-consumer", &consumeBin}} {
 			dir := filepath.Join(buildDir, filepath.Base(b.pkg))
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				buildErr = err
@@ -153,10 +154,7 @@ func newStack(t *testing.T) *stack {
 // start runs a function's bootstrap under its own RIE instance.
 func (s *stack) start(name string) *devserver.RIE {
 	s.t.Helper()
-	bin := apiBin
-	if name == "orders-consumer" {
-		bin = consumeBin
-	}
+	bin := map[string]string{"orders-api": apiBin, "orders-alb": albBin, "orders-consumer": consumeBin}[name]
 	r, err := devserver.StartRIE(s.t.Context(), s.rie, bin, []string{
 		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", functionTimeout),
 		"AWS_LAMBDA_FUNCTION_NAME=" + name,
