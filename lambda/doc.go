@@ -13,8 +13,12 @@
 //
 //   - SQS: one idempotent operation per message of an SQS batch, failures
 //     reported as batchItemFailures (ReportBatchItemFailures).
-//   - RESTAPI, HTTPAPI and FunctionURL: API Gateway REST APIs, HTTP APIs and
-//     Lambda function URLs, keyed by the Idempotency-Key header.
+//   - RESTAPI, HTTPAPI, FunctionURL and ALB: API Gateway REST APIs, HTTP
+//     APIs, Lambda function URLs and Application Load Balancer target
+//     groups, keyed by the Idempotency-Key header. The handler answers its
+//     event source's own response type, which is stored and replayed as it
+//     was (cookies and multi-value headers included). Services outside
+//     Lambda use package github.com/idemgo/idem/httpidem instead.
 //   - Typed: any other event type (EventBridge, Step Functions, direct
 //     invocation), keyed by a function of the event.
 //

@@ -118,6 +118,48 @@ func ExampleHTTPAPI() {
 	// orders created: 1
 }
 
+// An ALB target group with multi-value headers: the handler answers in
+// MultiValueHeaders, and a retry gets both cookies back, marked as replayed
+// (by the hook's header too), with keys scoped by the user the ALB
+// authenticated.
+func ExampleALB() {
+	runner, err := idem.New(memstore.New())
+	if err != nil {
+		panic(err)
+	}
+	logins := 0
+	handle, err := idemlambda.ALB(runner, func(ctx context.Context, req events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+		logins++
+		return events.ALBTargetGroupResponse{
+			StatusCode: 200, StatusDescription: "200 OK",
+			MultiValueHeaders: map[string][]string{"set-cookie": {fmt.Sprintf("session=s%d", logins), "theme=dark"}},
+		}, nil
+	},
+		idemlambda.WithIdentityHeader("x-amzn-oidc-identity"),
+		idemlambda.WithResponseHook(func(ctx context.Context, r *events.ALBTargetGroupResponse, v idem.Verdict) {
+			r.MultiValueHeaders["x-idem"] = []string{v.String()}
+		}))
+	if err != nil {
+		panic(err)
+	}
+	req := events.ALBTargetGroupRequest{HTTPMethod: "POST", Path: "/login", MultiValueHeaders: map[string][]string{
+		"idempotency-key":      {"2f6c1e0a-7d3b-4a5e-9c1f-0b8d2e4a6c10"},
+		"x-amzn-oidc-identity": {"user-42"},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 2 {
+		resp, _ := handle(ctx, req)
+		h := resp.MultiValueHeaders
+		fmt.Println(resp.StatusCode, h["set-cookie"], h[idemlambda.HeaderReplayed], h["x-idem"])
+	}
+	fmt.Println("logins:", logins)
+	// Output:
+	// 200 [session=s1 theme=dark] [] []
+	// 200 [session=s1 theme=dark] [true] [replayed]
+	// logins: 1
+}
+
 // A Step Functions task (or any direct invocation) made idempotent by a key
 // function over the input.
 func ExampleTyped() {

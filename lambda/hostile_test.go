@@ -55,11 +55,12 @@ func manyHeaders(n int, kv ...string) map[string]string {
 	return h
 }
 
-// hostileHTTP is one hostile request, fed to RESTAPI, HTTPAPI and
-// FunctionURL alike (or to the one flavour named by only).
+// hostileHTTP is one hostile request, fed to RESTAPI, HTTPAPI,
+// FunctionURL and ALB (in both header modes) alike (or to the one flavour
+// named by only).
 type hostileHTTP struct {
 	name      string
-	only      string // "rest", "v2" or "url"; "" for all three
+	only      string // "rest", "v2", "url", "alb" or "alb-multi"; "" for all
 	method    string // "-" for none; "" for POST
 	headers   map[string]string
 	multi     map[string][]string // REST's multiValueHeaders
@@ -139,6 +140,8 @@ func serveHostile(t *testing.T, e *env, runs *counter, flavour string, c hostile
 			t.Fatalf("HTTPAPI returned an error: %v", err)
 		}
 		return r.StatusCode, r.Headers, r.Body
+	case "alb", "alb-multi":
+		return serveHostileALB(t, e, runs, flavour == "alb-multi", c)
 	}
 	h, _ := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		a, err := hostileAnswer(runs, r.Body, r.IsBase64Encoded)
@@ -156,6 +159,39 @@ func serveHostile(t *testing.T, e *env, runs *counter, flavour string, c hostile
 		t.Fatalf("FunctionURL returned an error: %v", err)
 	}
 	return r.StatusCode, r.Headers, r.Body
+}
+
+// serveHostileALB sends c through ALB, its headers in headers or, with
+// multi, in multiValueHeaders (one value each), and returns the answer with
+// its headers read in that mode.
+func serveHostileALB(t *testing.T, e *env, runs *counter, multi bool, c hostileHTTP) (int, map[string]string, string) {
+	t.Helper()
+	h, _ := idemlambda.ALB(e.runner, func(ctx context.Context, r events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+		a, err := hostileAnswer(runs, r.Body, r.IsBase64Encoded)
+		return events.ALBTargetGroupResponse{StatusCode: a.StatusCode, Headers: a.Headers, Body: a.Body}, err
+	})
+	req := events.ALBTargetGroupRequest{HTTPMethod: c.methodOrPost(), Path: "/orders", Headers: c.headers, Body: c.body, IsBase64Encoded: c.b64}
+	if !c.noContext {
+		req.RequestContext.ELB.TargetGroupArn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/t/1"
+	}
+	if multi && len(c.headers) > 0 {
+		req.Headers, req.MultiValueHeaders = nil, map[string][]string{}
+		for k, v := range c.headers {
+			req.MultiValueHeaders[k] = []string{v}
+		}
+	}
+	r, err := h(e.ctx(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatalf("ALB returned an error: %v", err)
+	}
+	hdr := r.Headers
+	if multi && r.MultiValueHeaders != nil {
+		hdr = map[string]string{}
+		for k, vs := range r.MultiValueHeaders {
+			hdr[k] = strings.Join(vs, ",")
+		}
+	}
+	return r.StatusCode, hdr, r.Body
 }
 
 func hostileHTTPCases() []hostileHTTP {
@@ -231,7 +267,7 @@ func hostileHTTPCases() []hostileHTTP {
 
 func TestHostileHTTP(t *testing.T) {
 	t.Parallel()
-	for _, flavour := range []string{"rest", "v2", "url"} {
+	for _, flavour := range []string{"rest", "v2", "url", "alb", "alb-multi"} {
 		for _, c := range hostileHTTPCases() {
 			if c.only != "" && c.only != flavour {
 				continue

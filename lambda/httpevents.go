@@ -14,6 +14,10 @@ const (
 	shapeALBMulti    = "alb-multi-value"
 )
 
+// lambdaShapes are the shapes decode adapts to one another; "" is a
+// response stored before the envelope named shapes.
+var lambdaShapes = map[string]bool{"": true, shapeREST: true, shapeHTTPAPI: true, shapeFunctionURL: true, shapeALB: true, shapeALBMulti: true}
+
 // httpRequest is the event-neutral view of a request.
 type httpRequest struct {
 	method, path string

@@ -178,6 +178,7 @@ func TestStoredResponseOtherShapes(t *testing.T) {
 		{"response stored before the envelope", `{"statusCode":201,"headers":{"Location":"/orders/1"},"body":"{}"}`, 201, nil, map[string]string{"Location": "/orders/1"}, ""},
 		{"REST response with two cookies, replayed to an HTTP API", restWithCookies, 201, []string{"a=1", "b=2"}, map[string]string{"Content-Type": "application/json"}, ""},
 		{"omitted response", `{"v":1,"shape":"http-api","omitted":true}`, 500, nil, nil, idemlambda.ProblemResponseOmitted},
+		{"a net/http middleware's response", `{"v":1,"shape":"net/http","response":{"statusCode":201,"header":{"X":["1"]},"body":"eyJ9"}}`, 500, nil, nil, idemlambda.ProblemInternal},
 		{"later envelope version", `{"v":2,"shape":"http-api","response":{}}`, 500, nil, nil, idemlambda.ProblemInternal},
 		{"not JSON", `\x00garbage`, 500, nil, nil, idemlambda.ProblemInternal},
 	}
@@ -285,4 +286,44 @@ func TestResponseHookOfAnotherType(t *testing.T) {
 	if _, err := idemlambda.HTTPAPI(e.runner, (&orderAPI{}).handle, idemlambda.WithResponseHook[events.APIGatewayV2HTTPResponse](nil)); err == nil {
 		t.Error("nil hook accepted")
 	}
+}
+
+// FuzzReplayStored: whatever a record holds, a replay never panics and
+// never runs the handler; it answers what was stored or a 500 problem.
+func FuzzReplayStored(f *testing.F) {
+	for _, seed := range []string{
+		`{"v":1,"shape":"rest-api","response":{"statusCode":201,"multiValueHeaders":{"Set-Cookie":["a=1","b=2"]},"body":"{}"}}`,
+		`{"v":1,"shape":"alb-multi-value","response":{"statusCode":200,"multiValueHeaders":{"x":null}}}`,
+		`{"v":1,"shape":"function-url","response":{"statusCode":200,"cookies":[""],"headers":null}}`,
+		`{"statusCode":201,"headers":{"Location":"/1"},"body":"x"}`,
+		`{"v":1,"shape":"http-api","omitted":true}`,
+		`{"v":1,"shape":"http-api","response":"not an object"}`,
+		`null`, `[]`, `{}`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, stored []byte) {
+		e := newEnv(t)
+		var runs counter
+		v2, _ := idemlambda.HTTPAPI(e.runner, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			runs.inc("all")
+			return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+		})
+		alb, _ := idemlambda.ALB(e.runner, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+			runs.inc("all")
+			return events.ALBTargetGroupResponse{StatusCode: 201}, nil
+		})
+		key, _ := idemlambda.HTTPKey("k-1", nil)
+		payload, _ := idemlambda.RequestPayload("POST", "/orders", "{}", false)
+		e.put(t, key, payload, stored)
+		ctx := e.ctx(t, 10*time.Second)
+		r1, err1 := v2(ctx, v2Req("POST", "/orders", "k-1", "{}"))
+		r2, err2 := alb(ctx, albReq(true, "POST", "/orders", "k-1", "{}"))
+		if err1 != nil || err2 != nil || runs.get("all") != 0 {
+			t.Fatalf("errors %v, %v; %d runs", err1, err2, runs.get("all"))
+		}
+		if r1.StatusCode == 0 || r2.StatusCode == 0 {
+			t.Fatalf("status %d, %d", r1.StatusCode, r2.StatusCode)
+		}
+	})
 }

@@ -208,7 +208,8 @@ func (w *httpWrapper[Req, Resp]) replay(ctx context.Context, req httpRequest, ou
 }
 
 // decode reads a stored response: exactly as it was stored when it has the
-// request's shape, else adapted (fit) from the neutral view.
+// request's shape, else adapted (fit) from the neutral view when it is a
+// Lambda wrapper's (or written before the envelope); another is an error.
 func (w *httpWrapper[Req, Resp]) decode(result []byte, req httpRequest) (resp Resp, omitted bool, err error) {
 	st, err := httprule.Decode(result)
 	if err != nil || st.Omitted {
@@ -219,6 +220,9 @@ func (w *httpWrapper[Req, Resp]) decode(result []byte, req httpRequest) (resp Re
 			return resp, false, fmt.Errorf("%w: %s response: %v", httprule.ErrStoredFormat, st.Shape, err)
 		}
 		return resp, false, nil
+	}
+	if !lambdaShapes[st.Shape] {
+		return resp, false, fmt.Errorf("%w: a %q response, not one of the Lambda wrappers", httprule.ErrStoredFormat, st.Shape)
 	}
 	var v response
 	if err := json.Unmarshal(st.Response, &v); err != nil {

@@ -7,6 +7,9 @@ import "github.com/aws/aws-lambda-go/events"
 // "sub=...", "iam=...", "cognito=...", "apikey=...") in a fixed order, or
 // nil for an anonymous request. With IdempotencyKeyHeader and HTTPKey it
 // gives the stored key of a request, so operators' tools find its record.
+// A wrapper given WithIdentityHeader(name) appends
+// "header:<name in lower case>=<value>" when the request has that header.
+// An ALB request has no identity but that one.
 func RESTIdentity(req events.APIGatewayProxyRequest) []string {
 	return restRequest(req).identity
 }

@@ -1,5 +1,5 @@
-// Package orders is idem's example service: two Lambda functions that use
-// the wrappers of github.com/idemgo/idem/lambda over the DynamoDB store.
+// Package orders is idem's example service: Lambda functions that use the
+// wrappers of github.com/idemgo/idem/lambda over the DynamoDB store.
 //
 //   - orders-api (cmd/orders-api): POST /orders behind an API Gateway HTTP
 //     API. It creates an order (one item in the orders table, under an
@@ -9,6 +9,11 @@
 //     back, marked Idempotent-Replayed. A request that failed after its
 //     order was written (the message could not be sent) runs again on the
 //     client's retry and writes the same order, not a second one.
+//   - orders-alb (cmd/orders-alb): the same POST /orders behind an
+//     Application Load Balancer target group (idemlambda.ALB), answering in
+//     the request's header mode, with keys scoped by the user the ALB
+//     authenticated (ALBIdentityHeader). template.yaml does not deploy it;
+//     the end-to-end tests run it.
 //   - orders-consumer (cmd/orders-consumer): consumes the orders queue and
 //     appends one ledger entry per OrderPlaced event (a new random entry id
 //     per real execution), keyed by the event's event_id. Permanent
@@ -29,10 +34,10 @@
 // When ORDERS_TEST_HOOKS=1 (never set by template.yaml), the functions obey
 // these hooks, which exist only so that tests can provoke failures:
 //
-//   - orders-api, request header X-Test-Fail: 503 (or another 5xx status):
-//     answer that status without creating anything;
-//   - orders-api, request header X-Test-Sleep-Ms: N: sleep N milliseconds
-//     before creating the order (to hold the key in progress);
+//   - orders-api and orders-alb, request header X-Test-Fail: 503 (or
+//     another 5xx status): answer that status without creating anything;
+//   - orders-api and orders-alb, request header X-Test-Sleep-Ms: N: sleep N
+//     milliseconds before creating the order (to hold the key in progress);
 //   - orders-consumer, body field "fail": "transient_once" fails
 //     transiently while the message's ApproximateReceiveCount is 1 (so the
 //     first delivery is reported and the redelivery succeeds), "transient"
