@@ -255,6 +255,9 @@ func (d *demo) serveAPI(w http.ResponseWriter, r *http.Request) {
 	for k, v := range resp.Headers {
 		w.Header().Set(k, v)
 	}
+	for _, c := range resp.Cookies { // as API Gateway sends payload 2.0 cookies
+		w.Header().Add("Set-Cookie", c)
+	}
 	body := []byte(resp.Body)
 	if resp.IsBase64Encoded {
 		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
