@@ -26,8 +26,8 @@ import (
 )
 
 // Deps are what the functions run on. The bootstraps fill them from the
-// environment (APIFromEnv, ConsumerFromEnv); the demo and the tests fill
-// them with in-memory parts.
+// environment (APIFromEnv, ConsumerFromEnv); the demo fills them with
+// clients of local servers, the tests with in-memory parts.
 type Deps struct {
 	// Store keeps the idempotency records (required).
 	Store idem.Store

@@ -140,7 +140,7 @@ func (t DynamoTables) put(ctx context.Context, table, keyAttr string, item map[s
 	return nil
 }
 
-// MemoryTables keeps orders and ledger entries in memory (demo and tests).
+// MemoryTables keeps orders and ledger entries in memory (tests).
 // The zero value is ready; safe for concurrent use.
 type MemoryTables struct {
 	mu     sync.Mutex
@@ -232,9 +232,9 @@ func (p SQSPublisher) Publish(ctx context.Context, ev OrderPlaced) error {
 	return nil
 }
 
-// MemoryQueue is an in-memory stand-in for the orders queue (demo and
-// tests): Publish appends, Receive hands out SQS records. The zero value is
-// ready; safe for concurrent use.
+// MemoryQueue is an in-memory stand-in for the orders queue (tests):
+// Publish appends, Receive hands out SQS records. The zero value is ready;
+// safe for concurrent use.
 type MemoryQueue struct {
 	mu   sync.Mutex
 	msgs []OrderPlaced

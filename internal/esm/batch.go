@@ -46,10 +46,14 @@ type Message struct {
 // function with it when it is not empty, and deletes what the response says succeeded.
 // The returned error is Batch.Err; a failed invocation is not an error here but
 // Batch.InvokeErr.
+// A poll cut short by ctx (an error once ctx is done) is not passed to the observer.
 func (p *Poller) PollOnce(ctx context.Context) (Batch, error) {
 	b, err := p.poll(ctx)
 	if err != nil {
 		b.Err = err
+		if ctx.Err() != nil {
+			return b, err
+		}
 	}
 	p.observe(b)
 	return b, err

@@ -37,9 +37,19 @@
 // where Lambda would stop the sandbox.
 //
 // Redrive moves a dead-letter queue's messages back to their source queue, standing in for
-// StartMessageMoveTask, which moto 5.2.5 does not implement. CreateQueues creates a queue and
-// its dead-letter queue with a redrive policy, and ReceiveAnswer writes received messages as
-// `aws sqs receive-message` prints them (the input of `idem inspect --sqs-event`).
+// StartMessageMoveTask, which moto 5.2.5 does not implement (it answers HTTP 500). CreateQueues
+// creates a queue and its dead-letter queue with a redrive policy; Peek receives a queue's
+// messages and leaves them visible, and ReceiveAnswer writes them as `aws sqs receive-message`
+// prints them (the input of `idem inspect --sqs-event`).
+//
+// moto 5.2.5, measured: visibility timeouts expire as on SQS (whole seconds; a long poll
+// notices a message made visible again only at its next receive, so a redelivery comes up to
+// one wait time late); the redrive policy moves a message when a receive finds it visible
+// after maxReceiveCount receives, as SQS does; a message in the dead-letter queue keeps its
+// id, body, attributes and receive count, but lacks the DeadLetterQueueSourceArn attribute
+// SQS adds. Received messages carry ApproximateReceiveCount, SentTimestamp, SenderId,
+// ApproximateFirstReceiveTimestamp and, on FIFO queues, MessageGroupId,
+// MessageDeduplicationId and SequenceNumber, with MD5 digests the SDK verifies.
 //
 // A Poller's methods are not safe for concurrent use: run one Run or PollOnce at a time.
 package esm

@@ -91,7 +91,8 @@ func WithReportBatchItemFailures() Option {
 }
 
 // WithObserver sets a function called with every batch PollOnce handles, empty ones too,
-// and with failed polls (Batch.Err), on the polling goroutine.
+// and with failed polls (Batch.Err) but those cut short by the poll's context, on the
+// polling goroutine.
 func WithObserver(f func(Batch)) Option {
 	return func(p *Poller) error {
 		if f == nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,19 +193,22 @@ func TestReportedMessageReappearsAfterVisibilityTimeout(t *testing.T) {
 	rec := &recorder{fail: func(m events.SQSMessage) bool { return m.Attributes["ApproximateReceiveCount"] == "1" }}
 	p := newPoller(t, c, q.URL, rec.function())
 
+	// The first receive happens after start; the redelivery must come at least the
+	// visibility timeout later.
 	start := time.Now()
-	var reportedAt time.Time
+	var redeliveredAt time.Time
 	pollUntil(t, p, 10, func(b esm.Batch) bool {
-		if slices.Contains(b.Reported, id) {
-			reportedAt = time.Now()
+		if slices.Contains(b.Deleted, id) {
+			redeliveredAt = time.Now()
+			return true
 		}
-		return slices.Contains(b.Deleted, id)
+		return false
 	})
 	if got := rec.receiveCounts(id); !slices.Equal(got, []string{"1", "2"}) {
 		t.Errorf("receive counts = %v, want [1 2]", got)
 	}
-	if d := time.Since(reportedAt); d < time.Second {
-		t.Errorf("redelivered %v after it was reported, want at least the visibility timeout (1s)", d)
+	if d := redeliveredAt.Sub(start); d < time.Second {
+		t.Errorf("reported and redelivered within %v, want at least the visibility timeout (1s)", d)
 	}
 	if visible, inFlight := counts(t, c, q.URL); visible+inFlight != 0 {
 		t.Errorf("queue still holds %d messages", visible+inFlight)
@@ -299,5 +304,119 @@ func TestFailedInvocationDeletesNothing(t *testing.T) {
 				t.Errorf("redelivery receive counts = %v, %v; want [2] each", ca, cb)
 			}
 		})
+	}
+}
+
+// New refuses a queue whose visibility timeout is shorter than the function's timeout, as
+// CreateEventSourceMapping does.
+func TestNewRefusesShortVisibilityTimeout(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	q := queues(t, c, esm.QueueConfig{VisibilityTimeout: time.Second, MaxReceiveCount: 2})
+	_, err := esm.New(t.Context(), c, q.URL, (&recorder{}).function(), esm.WithFunctionTimeout(2*time.Second))
+	if !errors.Is(err, esm.ErrVisibilityTimeout) {
+		t.Errorf("New = %v, want ErrVisibilityTimeout", err)
+	}
+	if _, err := esm.New(t.Context(), c, q.URL, (&recorder{}).function(), esm.WithFunctionTimeout(time.Second)); err != nil {
+		t.Errorf("New with equal timeouts = %v, want a poller", err)
+	}
+}
+
+func TestOptionsRefuseBadValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opt  esm.Option
+	}{
+		{name: "batch size 0", opt: esm.WithBatchSize(0)},
+		{name: "batch size 11", opt: esm.WithBatchSize(11)},
+		{name: "negative wait", opt: esm.WithWaitTime(-time.Second)},
+		{name: "wait above 20s", opt: esm.WithWaitTime(21 * time.Second)},
+		{name: "wait in milliseconds", opt: esm.WithWaitTime(1500 * time.Millisecond)},
+		{name: "zero timeout", opt: esm.WithFunctionTimeout(0)},
+		{name: "nil observer", opt: esm.WithObserver(nil)},
+	}
+	for _, tt := range tests {
+		// The options are checked before the queue is read: no client call is made.
+		if _, err := esm.New(t.Context(), &sqs.Client{}, "http://127.0.0.1:1/q", (&recorder{}).function(), tt.opt); err == nil {
+			t.Errorf("%s: New accepted it", tt.name)
+		}
+	}
+}
+
+// Run polls until its context is done, reports each batch to the observer, and returns nil.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	q := queues(t, c, esm.QueueConfig{VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 2})
+	id := send(t, c, q.URL, "hello")
+	deleted := make(chan string, 1)
+	p, err := esm.New(t.Context(), c, q.URL, (&recorder{}).function(), esm.WithObserver(func(b esm.Batch) {
+		if b.Err != nil {
+			t.Errorf("observer got %v", b.Err)
+		}
+		for _, d := range b.Deleted {
+			deleted <- d
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx) }()
+	select {
+	case got := <-deleted:
+		if got != id {
+			t.Errorf("deleted %s, want %s", got, id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not consume the message")
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Errorf("Run = %v, want nil once its context is done", err)
+	}
+}
+
+// Peek leaves the messages visible; ReceiveAnswer writes them as the AWS CLI prints them,
+// which decodes as the idem command reads --sqs-event.
+func TestPeekAndReceiveAnswer(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	q := queues(t, c, esm.QueueConfig{VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 2})
+	_, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{
+		QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(`{"event_id":"evt_9"}`),
+		MessageAttributes: map[string]types.MessageAttributeValue{"EventId": {DataType: aws.String("String"), StringValue: aws.String("evt_9")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := esm.Peek(t.Context(), c, q.DLQURL)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("Peek = %d messages, %v; want 1", len(msgs), err)
+	}
+	if visible, inFlight := counts(t, c, q.DLQURL); visible != 1 || inFlight != 0 {
+		t.Errorf("after Peek: %d visible, %d in flight; want the message visible", visible, inFlight)
+	}
+	data, err := esm.ReceiveAnswer(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Messages []events.SQSMessage // as cmd/idem decodes it
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Messages) != 1 {
+		t.Fatalf("ReceiveAnswer = %s (%v)", data, err)
+	}
+	m := doc.Messages[0]
+	if m.MessageId != aws.ToString(msgs[0].MessageId) || m.Body != `{"event_id":"evt_9"}` || m.Attributes["ApproximateReceiveCount"] != "1" ||
+		aws.ToString(m.MessageAttributes["EventId"].StringValue) != "evt_9" {
+		t.Errorf("decoded %+v from\n%s", m, data)
+	}
+	for _, field := range []string{`"MessageId"`, `"ReceiptHandle"`, `"MD5OfBody"`, `"Body"`, `"Attributes"`, `"MD5OfMessageAttributes"`, `"StringValue"`, `"DataType"`} {
+		if !strings.Contains(string(data), field) {
+			t.Errorf("ReceiveAnswer lacks the CLI's field %s:\n%s", field, data)
+		}
 	}
 }

@@ -95,8 +95,8 @@ type RedriveAPI interface {
 
 // Redrive moves the messages of the dead-letter queue dlqURL to the queue queueURL, as
 // StartMessageMoveTask does: each body is sent with its message attributes (and, from a FIFO
-// queue, its group and deduplication ids) as a new message, which starts with a receive count
-// of 0, then deleted from the dead-letter queue. It receives without waiting until a receive
+// queue, its group and deduplication ids) as a new message (a new message id, a receive count
+// that starts again), then deleted from the dead-letter queue. It receives without waiting until a receive
 // comes back empty (on SQS, a short poll may miss messages; moto's sees them all) and returns
 // how many it moved.
 func Redrive(ctx context.Context, client RedriveAPI, dlqURL, queueURL string) (int, error) {
@@ -128,6 +128,37 @@ func Redrive(ctx context.Context, client RedriveAPI, dlqURL, queueURL string) (i
 			moved++
 		}
 	}
+}
+
+// PeekAPI is the part of the SQS client Peek calls; *sqs.Client implements it.
+type PeekAPI interface {
+	// ReceiveMessage receives the messages.
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	// ChangeMessageVisibility makes each visible again at once.
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// Peek receives up to 10 messages of the queue at url with every attribute and leaves them
+// visible, as `aws sqs receive-message --visibility-timeout 0` does: the SDK does not send a
+// zero VisibilityTimeout, so each message is made visible again with ChangeMessageVisibility.
+// Each receive counts in the messages' ApproximateReceiveCount, as on SQS.
+func Peek(ctx context.Context, client PeekAPI, url string) ([]types.Message, error) {
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("esm: peek at %s: %w", url, err)
+	}
+	for _, m := range out.Messages {
+		if _, err := client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
+		}); err != nil {
+			return nil, fmt.Errorf("esm: peek at %s: %w", url, err)
+		}
+	}
+	return out.Messages, nil
 }
 
 // cliMessage is a message as `aws sqs receive-message` prints it.

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -150,15 +151,24 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
-// start runs a function's bootstrap under its own RIE instance.
+// start runs a function's bootstrap under its own RIE instance, with a timeout of
+// functionTimeout seconds and the test hooks on.
 func (s *stack) start(name string) *devserver.RIE {
+	s.t.Helper()
+	return s.startWith(name, functionTimeout, true)
+}
+
+// startWith runs a function's bootstrap under its own RIE instance with a timeout of
+// timeout seconds (AWS_LAMBDA_FUNCTION_TIMEOUT), the test hooks on or off. orders-api
+// sends its messages to the stack's fake SQS.
+func (s *stack) startWith(name string, timeout int, hooks bool) *devserver.RIE {
 	s.t.Helper()
 	bin := apiBin
 	if name == "orders-consumer" {
 		bin = consumeBin
 	}
 	r, err := devserver.StartRIE(s.t.Context(), s.rie, bin, []string{
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", functionTimeout),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", timeout),
 		"AWS_LAMBDA_FUNCTION_NAME=" + name,
 		orders.EnvIdemTable + "=" + s.idemTable,
 		orders.EnvOrdersTable + "=" + s.ordersTable,
@@ -167,7 +177,7 @@ func (s *stack) start(name string) *devserver.RIE {
 		"AWS_ENDPOINT_URL_SQS=" + s.sqs.srv.URL,
 		orders.EnvLeaseMargin + "=" + leaseMargin.String(),
 		orders.EnvSafetyMargin + "=500ms",
-		orders.EnvTestHooks + "=1",
+		orders.EnvTestHooks + "=" + strconv.FormatBool(hooks),
 	})
 	if err != nil {
 		s.t.Fatal(err)
