@@ -41,8 +41,8 @@
 // its call's stored key with StoredKey, to derive the ids it writes and the
 // keys it passes downstream.
 //
-// Decisions are logged with log/slog (WithLogger), one record per message or
-// request, with the key hashed by idem.HashKey.
+// Decisions are logged with log/slog (WithLogger), one record per message,
+// stream record or request, with the key hashed by idem.HashKey.
 //
 // What it does not promise: a handler that crashes after its side effect
 // and before its outcome is recorded runs again once its lease ends. Make
