@@ -109,6 +109,7 @@ ifeq ($(call existing,$(MOTO_PKGS)),)
 else
 	$(TESTENV) -server moto -- $(GO) test -race -count=1 $(call existing,$(MOTO_PKGS))
 endif
+	$(GO) test -count=1 -run '^TestSim$$' -v ./internal/sim | grep -E '^(---|ok|FAIL)|deliveries'
 	cd otel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory cover
 	$(MAKE) --no-print-directory bench-smoke

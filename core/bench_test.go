@@ -139,3 +139,46 @@ func TestBenchPayloadSize(t *testing.T) {
 		}
 	}
 }
+
+// adversarialBodies are 1 MiB bodies any client can send: nesting far past
+// MaxDepth (rejected), and valid documents built to be costly.
+func adversarialBodies() []struct {
+	name string
+	body []byte
+} {
+	const mib = 1 << 20
+	// Unsorted objects nested MaxDepth deep around one large member: each
+	// level is out of order, so a canonicalizer that reorders each object
+	// by copying it copies the large member once per level.
+	big := strings.Repeat("x", mib-len(`{"b":`)*(MaxDepth-1)-len(`,"a":0}`)*(MaxDepth-1)-2)
+	deepUnsorted := strings.Repeat(`{"b":`, MaxDepth-1) + `"` + big + `"` + strings.Repeat(`,"a":0}`, MaxDepth-1)
+	chain := strings.Repeat(`{"b":`, 200) + "0" + strings.Repeat(`,"a":0}`, 200)
+	return []struct {
+		name string
+		body []byte
+	}{
+		{"open_arrays", []byte(strings.Repeat("[", mib))},
+		{"open_objects", []byte(strings.Repeat(`{"a":`, mib/5))},
+		{"deep_unsorted_objects", []byte(deepUnsorted)},
+		{"unsorted_chains", []byte("[" + strings.Repeat(chain+",", mib/(len(chain)+1)-1) + "0]")},
+		{"invalid_utf8", []byte(`"` + strings.Repeat("\xff", mib-2) + `"`)},
+	}
+}
+
+// BenchmarkFingerprintAdversarial1MiB measures Fingerprint on
+// adversarialBodies: time and heap (B/op), and stack-B/op, how much one
+// call grows a new goroutine's stack beyond an idle goroutine's (see
+// stackGrowth).
+func BenchmarkFingerprintAdversarial1MiB(b *testing.B) {
+	for _, tc := range adversarialBodies() {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.body)))
+			stack := stackGrowth(func() { benchFP, _ = Fingerprint(tc.body) })
+			for b.Loop() {
+				benchFP, _ = Fingerprint(tc.body)
+			}
+			b.ReportMetric(float64(stack), "stack-B/op")
+		})
+	}
+}

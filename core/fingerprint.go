@@ -7,18 +7,30 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
+// MaxDepth is the deepest nesting of arrays and objects that Fingerprint
+// and Canonicalize accept, the limit of encoding/json (json.Valid rejects
+// the same nesting): a document with more than MaxDepth arrays and
+// objects open at once gives an error wrapping ErrInvalidPayload, as soon
+// as the one past the limit opens. The canonicalizer keeps the open arrays
+// and objects on the heap, at most 56 bytes each, not on the goroutine's
+// stack, which stays at its starting size however deep the document.
+const MaxDepth = 10000
+
 // Fingerprint returns the hex SHA-256 of the canonical form of the JSON
-// payload: object keys sorted, insignificant whitespace removed, numbers kept
-// exactly as sent (1.0 and 1 differ), strings re-encoded without HTML
-// escaping. An empty payload has the empty fingerprint, which matches only
-// another empty payload. Invalid JSON, a duplicate object key or trailing
-// data gives an error wrapping ErrInvalidPayload. Fingerprint is safe for
-// concurrent use.
+// payload (see Canonicalize): object keys sorted, insignificant whitespace
+// removed, numbers kept exactly as sent (1.0 and 1 differ), strings
+// re-encoded without HTML escaping. An empty payload has the empty
+// fingerprint, which matches only another empty payload. Invalid JSON, a
+// duplicate object key, nesting deeper than MaxDepth or trailing data gives
+// an error wrapping ErrInvalidPayload. Time and memory grow with the
+// payload's size (and the sorting of its keys), not with its nesting.
+// Fingerprint is safe for concurrent use.
 func Fingerprint(payload []byte) (string, error) {
 	if len(bytes.TrimSpace(payload)) == 0 {
 		return "", nil
@@ -33,6 +45,10 @@ func Fingerprint(payload []byte) (string, error) {
 		return "", err
 	}
 	c.out = canon
+	if len(c.defers) > 0 {
+		c.scratch = c.assemble(slices.Grow(c.scratch[:0], len(canon)))
+		canon = c.scratch
+	}
 	sum := sha256.Sum256(canon)
 	var h [2 * sha256.Size]byte
 	hex.Encode(h[:], sum[:])
@@ -42,41 +58,111 @@ func Fingerprint(payload []byte) (string, error) {
 // Canonicalize returns the canonical form of a JSON document, the input of
 // Fingerprint: RFC 8259 JSON with object members sorted by their decoded
 // keys (byte-wise), no insignificant whitespace, numbers as sent, and strings
-// re-encoded as encoding/json encodes them with HTML escaping off (invalid
-// UTF-8 coerced to U+FFFD, U+2028 and U+2029 escaped). Errors wrap
-// ErrInvalidPayload. Canonicalize is safe for concurrent use.
+// re-encoded as encoding/json encodes them with HTML escaping off (U+2028
+// and U+2029 escaped). Strings are decoded as encoding/json decodes them:
+// invalid UTF-8 and unpaired surrogate escapes such as \ud800 become
+// U+FFFD, so "\ud800", "\ufffd" and the byte 0xFF in a string all have the
+// same canonical form. Two members whose decoded keys are equal ("a" and
+// "\u0061") are a duplicate key: an error, as is nesting deeper than
+// MaxDepth. Errors wrap ErrInvalidPayload. Canonicalize is safe for
+// concurrent use.
 func Canonicalize(payload []byte) ([]byte, error) {
 	c := canonPool.Get().(*canonicalizer)
 	defer c.release()
 	pooled := c.out
 	canon, err := c.run(payload, make([]byte, 0, len(payload)))
+	if err == nil && len(c.defers) > 0 {
+		// Assembled in the scratch buffer, which goes to the caller; the
+		// buffer of this call's reading replaces it.
+		assembled := c.assemble(slices.Grow(c.scratch[:0], len(canon)))
+		c.scratch, canon = canon, assembled
+	}
 	c.out = pooled // the result belongs to the caller: never reuse it
 	return canon, err
 }
 
 var errDuplicateKey = errors.New("duplicate object key")
 
+// ErrTooDeep is the error, checked with errors.Is, of a document nested
+// deeper than MaxDepth. Such an error also wraps ErrInvalidPayload.
+var ErrTooDeep = errors.New("idem: JSON nested deeper than MaxDepth")
+
+// depthError reports an array or object opened at offset when MaxDepth
+// arrays and objects were already open. It wraps ErrInvalidPayload and is
+// ErrTooDeep.
+type depthError struct{ offset int }
+
+// Is reports whether target is ErrTooDeep.
+func (e *depthError) Is(target error) bool { return target == ErrTooDeep }
+
+func (e *depthError) Error() string {
+	return fmt.Sprintf("%v: nesting deeper than %d at offset %d", ErrInvalidPayload, MaxDepth, e.offset)
+}
+
+func (e *depthError) Unwrap() error { return ErrInvalidPayload }
+
 // canonicalizer is a one-pass JSON validator and canonicalizer. It is not
 // safe for concurrent use; Fingerprint and Canonicalize take one from
 // canonPool per call.
 type canonicalizer struct {
-	in      []byte   // the document
-	pos     int      // the next byte of in to read
-	out     []byte   // the canonical form written so far
-	members []member // the members of the objects being read, innermost last
-	scratch []byte   // a copy of an object's members while they are reordered
-	str     []byte   // a decoded string value that needed unescaping
-	keys    []byte   // decoded object keys that needed unescaping
+	in      []byte     // the document
+	pos     int        // the next byte of in to read
+	out     []byte     // the canonical form written so far
+	stack   []frame    // the arrays and objects open at pos, innermost last
+	members []member   // the members of the open objects, innermost last
+	scratch []byte     // a copy of an object's members while they are reordered
+	str     []byte     // a decoded string value that needed unescaping
+	keys    []byte     // decoded object keys that needed unescaping
+	defers  []deferred // the objects left to reorder when out is complete
+	order   []span     // the members of the deferred objects, sorted
+	todo    []piece    // the pieces of out that assemble has still to write
+	kids    []int      // the objects deferred inside one, for assemble
+}
+
+// frame is an array or an object open at the read position. For an object,
+// open is len(out) after its '{' and base is len(members) when it opened;
+// sorted is whether its keys so far were read in increasing order.
+type frame struct {
+	object, sorted bool
+	open, base     int
 }
 
 // member is an object member whose canonical text (key, colon, value) is
-// out[start:end]. Its decoded key is in[ks:ke], or, for a key that needed
+// out[start:end], end being set once the member is followed by another or
+// by the object's end. Its decoded key is in[ks:ke], or, for a key that needed
 // unescaping, keys[-ks-1:-ke-1]. It holds no pointers, so that keeping
 // and sorting members costs no write barriers.
 type member struct {
 	ks, ke     int
 	start, end int
 }
+
+// deferred is an object whose members were read out of order and that was
+// too large to reorder in place (see maxReorderInPlace): its members, in
+// read order, are out[open:close], and in key order order[first:last].
+// c.defers lists the deferred objects in the order they closed, so that
+// the ones inside an object are just before it, from index desc.
+type deferred struct {
+	open, close int
+	first, last int
+	desc        int
+}
+
+// span is the range out[start:end].
+type span struct{ start, end int }
+
+// piece is a range of out for assemble to write, where defers[last] is the
+// last deferred object to close in it that is not inside another (last is
+// -1 if there is none); or a comma, if start < 0.
+type piece struct{ start, end, last int }
+
+// maxReorderInPlace is the largest object, in bytes of canonical members,
+// that is put in key order as soon as it is read, by copying its members.
+// A larger one is deferred to assemble, which writes each byte once, so
+// that an object nested in many unsorted objects is not copied once per
+// level: in place, a byte is copied at most 2*maxReorderInPlace/12 times
+// (each level adds at least 12 bytes, as {"b":…,"a":0} does).
+const maxReorderInPlace = 1 << 10
 
 // key returns m's decoded key.
 func (c *canonicalizer) key(m member) []byte {
@@ -93,31 +179,41 @@ var canonPool = sync.Pool{New: func() any { return new(canonicalizer) }}
 
 func (c *canonicalizer) release() {
 	c.in = nil
-	c.members = c.members[:0]
-	c.keys = c.keys[:0]
-	if cap(c.out) > maxPooledBuf {
-		c.out = nil
-	}
-	if cap(c.scratch) > maxPooledBuf {
-		c.scratch = nil
-	}
-	if cap(c.str) > maxPooledBuf {
-		c.str = nil
-	}
-	if cap(c.keys) > maxPooledBuf {
-		c.keys = nil
-	}
-	if cap(c.members) > maxPooledBuf/32 {
-		c.members = nil
-	}
+	c.out, c.scratch = reuse(c.out, maxPooledBuf), reuse(c.scratch, maxPooledBuf)
+	c.str, c.keys = reuse(c.str, maxPooledBuf), reuse(c.keys, maxPooledBuf)
+	c.members, c.order = reuse(c.members, maxPooledBuf/32), reuse(c.order, maxPooledBuf/16)
+	c.defers, c.todo = reuse(c.defers, maxPooledBuf/40), reuse(c.todo, maxPooledBuf/24)
+	c.kids = reuse(c.kids, maxPooledBuf/8)
+	c.stack = reuse(c.stack, MaxDepth) // 240 KB at most, as large as it grows
 	canonPool.Put(c)
 }
 
-// run canonicalizes in, appending to out.
+// grow returns s with room for n more elements. Unlike append, which grows
+// a large slice by a quarter, it at least doubles s when it must grow, so
+// that the slices a hostile document makes long are copied a few times,
+// not dozens.
+func grow[S ~[]E, E any](s S, n int) S {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
+}
+
+// reuse returns s emptied, or nil if its capacity is over maxCap.
+func reuse[S ~[]E, E any](s S, maxCap int) S {
+	if cap(s) > maxCap {
+		return nil
+	}
+	return s[:0]
+}
+
+// run canonicalizes in, appending to out, except for the objects it
+// defers to assemble.
 func (c *canonicalizer) run(in, out []byte) ([]byte, error) {
 	c.in, c.pos, c.out, c.keys = in, 0, out, c.keys[:0]
+	c.stack, c.defers, c.order = c.stack[:0], c.defers[:0], c.order[:0]
 	c.skipSpace()
-	if err := c.value(); err != nil {
+	if err := c.walk(); err != nil {
 		return nil, err
 	}
 	c.skipSpace()
@@ -152,28 +248,160 @@ func (c *canonicalizer) expect(b byte, context string) error {
 	return nil
 }
 
-func (c *canonicalizer) value() error {
-	if c.pos >= len(c.in) {
-		return c.syntaxError(c.pos, "")
+// walk reads the value at c.pos and everything nested in it. It does not
+// recurse: the arrays and objects open at c.pos are on c.stack, innermost
+// last, so that the goroutine's stack stays small however deep the
+// document, and MaxDepth bounds c.stack.
+func (c *canonicalizer) walk() (err error) {
+	if b := c.peek(); b != '{' && b != '[' {
+		return c.scalar()
 	}
-	switch b := c.in[c.pos]; {
-	case b == '{':
-		return c.object()
-	case b == '[':
-		return c.array()
+	for descend := true; ; {
+		// c.pos is at an array or object (descend), or after a value in
+		// the innermost open one.
+		after := !descend
+		if descend {
+			// c.pos is at an array or object: open it, or read it whole
+			// if it is empty and go on after it.
+			if len(c.stack) == MaxDepth {
+				return &depthError{offset: c.pos}
+			}
+			b := c.in[c.pos]
+			c.out = append(c.out, b)
+			c.pos++
+			c.skipSpace()
+			if closing := b + 2; c.peek() == closing { // '{'+2 == '}', '['+2 == ']'
+				c.out = append(c.out, closing)
+				c.pos++
+				if len(c.stack) == 0 {
+					return nil
+				}
+				after = true
+			} else {
+				c.stack = append(grow(c.stack, 1), frame{object: b == '{', sorted: true, open: len(c.out), base: len(c.members)})
+			}
+		}
+		if f := &c.stack[len(c.stack)-1]; f.object {
+			descend, err = c.objectMembers(f, after)
+		} else {
+			descend, err = c.arrayElements(after)
+		}
+		if err != nil {
+			return err
+		}
+		if !descend { // the innermost array or object was read to its end
+			if c.stack = c.stack[:len(c.stack)-1]; len(c.stack) == 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// arrayElements reads the elements of the innermost array from c.pos, at
+// an element or, if after, after one, up to its end or to an element that
+// is an array or an object (descend).
+func (c *canonicalizer) arrayElements(after bool) (descend bool, err error) {
+	for {
+		if !after {
+			if b := c.peek(); b == '{' || b == '[' {
+				return true, nil
+			}
+			if err := c.scalar(); err != nil {
+				return false, err
+			}
+		}
+		after = false
+		c.skipSpace()
+		switch c.peek() {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+			c.skipSpace()
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			return false, nil
+		default:
+			return false, c.syntaxError(c.pos, "after array element")
+		}
+	}
+}
+
+// objectMembers reads the members of f's object from c.pos, at a member's
+// key or, if after, after a member's value, up to the object's end or to a
+// value that is an array or an object (descend). It writes each member as
+// read; closeObject puts them in key order.
+func (c *canonicalizer) objectMembers(f *frame, after bool) (descend bool, err error) {
+	for {
+		if !after {
+			if c.peek() != '"' {
+				return false, c.syntaxError(c.pos, "looking for beginning of object key string")
+			}
+			n := len(c.members)
+			if n > f.base {
+				c.members[n-1].end = len(c.out)
+				c.out = append(c.out, ',')
+			}
+			m := member{start: len(c.out)}
+			if m.ks, m.ke, err = c.string(true); err != nil {
+				return false, err
+			}
+			c.skipSpace()
+			if err := c.expect(':', "after object key"); err != nil {
+				return false, err
+			}
+			c.out = append(c.out, ':')
+			c.skipSpace()
+			if f.sorted && n > f.base && string(c.key(c.members[n-1])) >= string(c.key(m)) {
+				f.sorted = false
+			}
+			c.members = append(c.members, m)
+			if b := c.peek(); b == '{' || b == '[' {
+				return true, nil
+			}
+			if err := c.scalar(); err != nil {
+				return false, err
+			}
+		}
+		after = false
+		c.skipSpace()
+		switch c.peek() {
+		case ',':
+			c.pos++
+			c.skipSpace()
+		case '}':
+			return false, c.closeObject(f)
+		default:
+			return false, c.syntaxError(c.pos, "after object key:value pair")
+		}
+	}
+}
+
+// peek returns the byte at c.pos, or 0 at the end of the document.
+func (c *canonicalizer) peek() byte {
+	if c.pos < len(c.in) {
+		return c.in[c.pos]
+	}
+	return 0
+}
+
+// scalar reads the string, number or literal at c.pos.
+func (c *canonicalizer) scalar() (err error) {
+	switch b := c.peek(); {
 	case b == '"':
-		_, _, err := c.string(false)
-		return err
+		_, _, err = c.string(false)
 	case b == 't':
-		return c.literal("true")
+		err = c.literal("true")
 	case b == 'f':
-		return c.literal("false")
+		err = c.literal("false")
 	case b == 'n':
-		return c.literal("null")
+		err = c.literal("null")
 	case b == '-' || '0' <= b && b <= '9':
-		return c.number()
+		err = c.number()
+	default:
+		err = c.syntaxError(c.pos, "looking for beginning of value")
 	}
-	return c.syntaxError(c.pos, "looking for beginning of value")
+	return err
 }
 
 func (c *canonicalizer) literal(lit string) error {
@@ -229,111 +457,115 @@ func (c *canonicalizer) number() error {
 	return nil
 }
 
-func (c *canonicalizer) array() error {
-	c.pos++ // [
-	c.out = append(c.out, '[')
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.out = append(c.out, ']')
-		return nil
-	}
-	for {
-		if err := c.value(); err != nil {
-			return err
-		}
-		c.skipSpace()
-		if c.pos >= len(c.in) {
-			return c.syntaxError(c.pos, "")
-		}
-		switch c.in[c.pos] {
-		case ',':
-			c.pos++
-			c.out = append(c.out, ',')
-			c.skipSpace()
-		case ']':
-			c.pos++
-			c.out = append(c.out, ']')
-			return nil
-		default:
-			return c.syntaxError(c.pos, "after array element")
-		}
-	}
-}
-
-// object writes the members in the order read, then, unless their keys
-// were already strictly increasing, sorts them and rewrites them in order.
-func (c *canonicalizer) object() error {
-	c.pos++ // {
-	c.out = append(c.out, '{')
-	open := len(c.out)
-	base := len(c.members)
-	sorted := true
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == '}' {
-		c.pos++
-		c.out = append(c.out, '}')
-		return nil
-	}
-	for {
-		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
-			return c.syntaxError(c.pos, "looking for beginning of object key string")
-		}
-		if len(c.members) > base {
-			c.out = append(c.out, ',')
-		}
-		start := len(c.out)
-		ks, ke, err := c.string(true)
-		if err != nil {
-			return err
-		}
-		c.skipSpace()
-		if err := c.expect(':', "after object key"); err != nil {
-			return err
-		}
-		c.out = append(c.out, ':')
-		c.skipSpace()
-		if err := c.value(); err != nil {
-			return err
-		}
-		m := member{ks: ks, ke: ke, start: start, end: len(c.out)}
-		if n := len(c.members); sorted && n > base && string(c.key(c.members[n-1])) >= string(c.key(m)) {
-			sorted = false
-		}
-		c.members = append(c.members, m)
-		c.skipSpace()
-		if c.pos >= len(c.in) {
-			return c.syntaxError(c.pos, "")
-		}
-		if c.in[c.pos] == '}' {
-			c.pos++
-			break
-		}
-		if err := c.expect(',', "after object key:value pair"); err != nil {
-			return err
-		}
-		c.skipSpace()
-	}
-	ms := c.members[base:]
-	if !sorted {
+// closeObject reads the '}' that closes f's object, whose members
+// c.members[f.base:] are in out in the order read. Unless their keys were
+// read in increasing order, it sorts them, rejects a duplicate key and puts
+// them in key order: at once for a small object, else later, in assemble.
+func (c *canonicalizer) closeObject(f *frame) error {
+	ms := c.members[f.base:]
+	ms[len(ms)-1].end = len(c.out)
+	if !f.sorted {
 		c.sortMembers(ms)
 		for i := 1; i < len(ms); i++ {
 			if k := c.key(ms[i]); string(c.key(ms[i-1])) == string(k) {
 				return fmt.Errorf("%w: %v %q", ErrInvalidPayload, errDuplicateKey, k)
 			}
 		}
-		c.scratch = append(c.scratch[:0], c.out[open:]...)
-		c.out = c.out[:open]
-		for i, m := range ms {
-			if i > 0 {
-				c.out = append(c.out, ',')
-			}
-			c.out = append(c.out, c.scratch[m.start-open:m.end-open]...)
+		if len(c.out)-f.open <= maxReorderInPlace {
+			c.reorder(f.open, ms)
+		} else {
+			c.deferObject(f.open, ms)
 		}
 	}
+	c.pos++
 	c.out = append(c.out, '}')
-	c.members = c.members[:base]
+	c.members = c.members[:f.base]
 	return nil
+}
+
+// reorder rewrites the members out[open:], in the order read, in the order
+// of ms. An object this small holds no deferred object, whose offsets the
+// move would invalidate.
+func (c *canonicalizer) reorder(open int, ms []member) {
+	c.scratch = append(c.scratch[:0], c.out[open:]...)
+	c.out = c.out[:open]
+	for i, m := range ms {
+		if i > 0 {
+			c.out = append(c.out, ',')
+		}
+		c.out = append(c.out, c.scratch[m.start-open:m.end-open]...)
+	}
+}
+
+// deferObject records the object whose members, sorted, are ms, and that
+// is out[open:] in the order read, for assemble.
+func (c *canonicalizer) deferObject(open int, ms []member) {
+	// The objects deferred inside this one closed last: skip them, one
+	// subtree at a time.
+	desc := len(c.defers)
+	for desc > 0 && c.defers[desc-1].open > open {
+		desc = c.defers[desc-1].desc
+	}
+	c.defers = append(grow(c.defers, 1), deferred{open: open, close: len(c.out), first: len(c.order), last: len(c.order) + len(ms), desc: desc})
+	c.order = grow(c.order, len(ms))
+	for _, m := range ms {
+		c.order = append(c.order, span{m.start, m.end})
+	}
+}
+
+// assemble appends out to dst with the members of each deferred object in
+// key order. It writes each byte of out once, keeping the pieces still to
+// write on c.todo rather than recursing.
+func (c *canonicalizer) assemble(dst []byte) []byte {
+	todo := append(c.todo[:0], piece{0, len(c.out), len(c.defers) - 1})
+	for len(todo) > 0 {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		switch {
+		case p.start < 0:
+			dst = append(dst, ',')
+			continue
+		case p.last < 0:
+			dst = append(dst, c.out[p.start:p.end]...)
+			continue
+		}
+		// p is out[p.start:d.open], d's members in key order, then
+		// out[d.close:p.end], d being the last deferred object in p.
+		d := c.defers[p.last]
+		before := d.desc - 1 // the last deferred object closed before d, if in p
+		if before >= 0 && c.defers[before].open < p.start {
+			before = -1
+		}
+		todo = append(todo, piece{d.close, p.end, -1})
+		todo = c.pushMembers(todo, p.last)
+		todo = append(todo, piece{p.start, d.open, before})
+	}
+	c.todo = todo
+	return dst
+}
+
+// pushMembers pushes the members of defers[k] on todo, last first, each
+// with the last deferred object inside it.
+func (c *canonicalizer) pushMembers(todo []piece, k int) []piece {
+	d := c.defers[k]
+	kids := c.kids[:0] // the deferred objects inside d, not inside another; last first
+	for i := k - 1; i >= d.desc; i = c.defers[i].desc - 1 {
+		kids = append(kids, i)
+	}
+	todo = grow(todo, 2*(d.last-d.first))
+	for i := d.last - 1; i >= d.first; i-- {
+		m := c.order[i]
+		last := -1
+		if j := sort.Search(len(kids), func(j int) bool { return c.defers[kids[j]].open < m.end }); j < len(kids) && c.defers[kids[j]].open >= m.start {
+			last = kids[j]
+		}
+		todo = append(todo, piece{m.start, m.end, last})
+		if i > d.first {
+			todo = append(todo, piece{-1, -1, -1})
+		}
+	}
+	c.kids = kids
+	return todo
 }
 
 // sortMembers sorts members by key: by insertion for the few members most
@@ -424,48 +656,10 @@ func (c *canonicalizer) unquote(dec []byte) ([]byte, error) {
 			c.pos = i + 1
 			return dec, nil
 		case b == '\\':
-			if i+1 >= len(in) {
-				return nil, c.syntaxError(i+1, "")
+			var err error
+			if dec, i, err = c.escape(dec, i); err != nil {
+				return nil, err
 			}
-			switch e := in[i+1]; e {
-			case '"', '\\', '/':
-				dec = append(dec, e)
-			case 'b':
-				dec = append(dec, '\b')
-			case 'f':
-				dec = append(dec, '\f')
-			case 'n':
-				dec = append(dec, '\n')
-			case 'r':
-				dec = append(dec, '\r')
-			case 't':
-				dec = append(dec, '\t')
-			case 'u':
-				r, bad := hex4(in, i+2)
-				if bad >= 0 {
-					return nil, c.syntaxError(bad, "in \\u hexadecimal character escape")
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					r1 := rune(-1)
-					if i+1 < len(in) && in[i] == '\\' && in[i+1] == 'u' {
-						if v, bad := hex4(in, i+2); bad < 0 {
-							r1 = v
-						}
-					}
-					if d := utf16.DecodeRune(r, r1); d != utf8.RuneError {
-						dec = utf8.AppendRune(dec, d)
-						i += 6
-						continue
-					}
-					r = utf8.RuneError
-				}
-				dec = utf8.AppendRune(dec, r)
-				continue
-			default:
-				return nil, c.syntaxError(i+1, "in string escape code")
-			}
-			i += 2
 		case b < ' ':
 			return nil, c.syntaxError(i, "in string literal")
 		case b < utf8.RuneSelf:
@@ -477,6 +671,44 @@ func (c *canonicalizer) unquote(dec []byte) ([]byte, error) {
 			i += size
 		}
 	}
+}
+
+// simpleEscapes maps the byte after a backslash to what it stands for.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape decodes the escape sequence at in[i] (a backslash) onto dec and
+// returns the offset after it. A \u escape of a lone surrogate decodes as
+// U+FFFD, as encoding/json does.
+func (c *canonicalizer) escape(dec []byte, i int) ([]byte, int, error) {
+	in := c.in
+	if i+1 >= len(in) {
+		return nil, i, c.syntaxError(i+1, "")
+	}
+	e := in[i+1]
+	if d := simpleEscapes[e]; d != 0 {
+		return append(dec, d), i + 2, nil
+	}
+	if e != 'u' {
+		return nil, i, c.syntaxError(i+1, "in string escape code")
+	}
+	r, bad := hex4(in, i+2)
+	if bad >= 0 {
+		return nil, i, c.syntaxError(bad, "in \\u hexadecimal character escape")
+	}
+	i += 6
+	if utf16.IsSurrogate(r) {
+		r1 := rune(-1)
+		if i+1 < len(in) && in[i] == '\\' && in[i+1] == 'u' {
+			if v, bad := hex4(in, i+2); bad < 0 {
+				r1 = v
+			}
+		}
+		if d := utf16.DecodeRune(r, r1); d != utf8.RuneError {
+			return utf8.AppendRune(dec, d), i + 6, nil
+		}
+		r = utf8.RuneError
+	}
+	return utf8.AppendRune(dec, r), i, nil
 }
 
 // hex4 parses the four hex digits at in[i:]; bad is the offset of the first

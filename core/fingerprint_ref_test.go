@@ -12,8 +12,13 @@ import (
 )
 
 // refCanonicalize is the json.Decoder-based canonicalizer that the one-pass
-// canonicalizer replaced, kept as the reference it must agree with.
+// canonicalizer replaced, kept as the reference it must agree with. The
+// decoder's Token method has no depth limit: json.Valid applies
+// encoding/json's, which MaxDepth matches.
 func refCanonicalize(payload []byte) ([]byte, error) {
+	if !json.Valid(payload) {
+		return nil, fmt.Errorf("%w: rejected by json.Valid", ErrInvalidPayload)
+	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	var buf bytes.Buffer
@@ -177,6 +182,11 @@ func checkAgainstReference(t *testing.T, i int, doc []byte) {
 // exactly what the reference accepts and gives the same canonical form.
 func FuzzCanonicalizeMatchesReference(f *testing.F) {
 	for _, d := range canonCases {
+		f.Add([]byte(d))
+	}
+	// Nesting at and past MaxDepth. (Deep objects are slow in the
+	// reference, which copies each level's members into the level above.)
+	for _, d := range []string{deepArrays(MaxDepth), deepArrays(MaxDepth + 1), deepMixed(300), deepObjects(MaxDepth + 1), deepMixed(MaxDepth + 1), strings.Repeat(`{"a":`, 1<<14)} {
 		f.Add([]byte(d))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {

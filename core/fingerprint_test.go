@@ -88,6 +88,11 @@ func FuzzFingerprint(f *testing.F) {
 	for _, s := range []string{`{"id":"evt-1","n":1,"amount":101,"currency":"EUR"}`, `[1,{"a":"b"},null]`, `"x"`, `{"a":{"b":{"c":[1.5e3]}}}`, `{}`} {
 		f.Add([]byte(s))
 	}
+	// Deep nesting: just under and past MaxDepth. (The re-encoding below
+	// indents each level, so a valid seed stays shallow.)
+	for _, s := range []string{deepArrays(100), deepMixed(101), deepArrays(MaxDepth + 1), deepObjects(MaxDepth + 1), deepMixed(MaxDepth + 1), strings.Repeat("[", 1<<16)} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fp, err := Fingerprint(data)
 		if err != nil {

@@ -10,8 +10,9 @@ func withStoredKey(ctx context.Context, key string) context.Context {
 }
 
 // StoredKey returns the stored key of the call whose handler was given ctx
-// (by SQS, RESTAPI, HTTPAPI, FunctionURL or Typed): ok is false outside such
-// a handler, and in an HTTP handler run unkeyed (WithOptionalKey). The key is
+// (by SQS, Kinesis, DynamoDBStream, RESTAPI, HTTPAPI, FunctionURL or Typed):
+// ok is false outside such a handler, and in an HTTP handler run unkeyed
+// (WithOptionalKey). The key is
 // the same on every run of one request or event, so a handler can derive
 // from it the ids of what it creates and the idempotency keys it passes
 // downstream: a run repeated after a failure then writes the same items

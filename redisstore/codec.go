@@ -1,15 +1,12 @@
 package redisstore
 
 import (
-	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fit"
 )
 
 // Fields of a record's hash; the package documentation has the layout.
@@ -29,9 +26,6 @@ const (
 	fieldUpdatedAt     = "updated_ms"
 	fieldEncoding      = "encoding"
 )
-
-// encodingGzip is the value of the encoding field for a gzip-compressed result.
-const encodingGzip = "gzip"
 
 // ceilMillis returns t in epoch milliseconds, rounded up: a stored end is
 // never earlier than the record's.
@@ -165,17 +159,11 @@ func decodeResult(body, encoding string) ([]byte, error) {
 	if body == "" {
 		return nil, nil
 	}
-	switch encoding {
-	case "":
-		return []byte(body), nil
-	case encodingGzip:
-		b, err := gunzip([]byte(body))
-		if err != nil {
-			return nil, fmt.Errorf("%w: result: %v", ErrCorruptRecord, err)
-		}
-		return b, nil
+	b, err := fit.Decode([]byte(body), encoding)
+	if err != nil {
+		return nil, fmt.Errorf("%w: result: %v", ErrCorruptRecord, err)
 	}
-	return nil, fmt.Errorf("%w: unknown result encoding %q", ErrCorruptRecord, encoding)
+	return b, nil
 }
 
 // decodeFlat decodes a script's answer after its verdict: field, value, ...
@@ -198,46 +186,4 @@ func decodeFlat(key string, flat []any) (rec core.Record, found bool, err error)
 	}
 	rec, err = decode(key, h)
 	return rec, err == nil, err
-}
-
-// gzipBody compresses b.
-func gzipBody(b []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(b) / 4)
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(b) // writes to a bytes.Buffer do not fail
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-func gunzip(b []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, err
-	}
-	if err := zr.Close(); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
-}
-
-// truncateUTF8 returns s cut to at most n bytes on a rune boundary.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

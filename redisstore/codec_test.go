@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fit"
 )
 
 // fieldMap is the hash HSET makes of encode's fields.
@@ -72,7 +73,7 @@ func TestDecodeCorrupt(t *testing.T) {
 		{"flag neither 0 nor 1", fieldRetryable, "yes"},
 		{"omitted flag neither 0 nor 1", fieldResultOmitted, "true"},
 		{"unknown encoding", fieldEncoding, "zstd"},
-		{"damaged gzip", fieldEncoding, encodingGzip},
+		{"damaged gzip", fieldEncoding, fit.Gzip},
 	} {
 		h := valid()
 		h[tc.field] = tc.value

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fit"
 )
 
 // noRetries is a client without go-redis's own retries and with short
@@ -204,7 +205,7 @@ func TestCorruptRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := client.HSet(ctx, s.Name("evt:gzip"), fieldStatus, "succeeded", fieldAttempts, "1",
-		fieldResult, "not gzip", fieldEncoding, encodingGzip).Err(); err != nil {
+		fieldResult, "not gzip", fieldEncoding, fit.Gzip).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"evt:string", "evt:status", "evt:gzip"} {

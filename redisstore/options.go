@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemgo/idem/internal/fit"
 )
 
 // Defaults and limits of the store's options.
@@ -79,8 +81,8 @@ func WithPrefix(prefix string) Option {
 // DefaultCompressionThreshold). n must be at least 0, or NoCompression.
 func WithCompressionThreshold(n int) Option {
 	return func(o *options) error {
-		if n < 0 && n != NoCompression {
-			return fmt.Errorf("redisstore: compression threshold %d must be at least 0, or NoCompression", n)
+		if err := fit.CheckThreshold(n); err != nil {
+			return fmt.Errorf("redisstore: %w", err)
 		}
 		o.compressAbove = n
 		return nil

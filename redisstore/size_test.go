@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fit"
 )
 
 func mib(compressible bool) []byte {
@@ -43,7 +44,7 @@ func TestFit(t *testing.T) {
 		wantError    func(string) bool
 	}{
 		{"small result kept raw", core.Succeed(reserved, []byte(`{"ok":true}`), now, time.Hour), "", false, nil},
-		{"compressible result compressed", core.Succeed(reserved, bytes.Repeat([]byte("ab"), 3000), now, time.Hour), encodingGzip, false, nil},
+		{"compressible result compressed", core.Succeed(reserved, bytes.Repeat([]byte("ab"), 3000), now, time.Hour), fit.Gzip, false, nil},
 		{"incompressible result omitted", core.Succeed(reserved, mib(false)[:8000], now, time.Hour), "", true, nil},
 		{"empty result", core.Succeed(reserved, []byte{}, now, time.Hour), "", false, nil},
 		{"long error shortened", core.Fail(reserved, errors.New(long), false, now, time.Hour), "", false, func(msg string) bool {
@@ -69,7 +70,7 @@ func TestFit(t *testing.T) {
 			t.Errorf("%s: stored result differs from the record's", tc.name)
 		}
 		if tc.wantError != nil && !tc.wantError(stored.Error) {
-			t.Errorf("%s: stored error %q... not shortened as expected", tc.name, truncateUTF8(stored.Error, 40))
+			t.Errorf("%s: stored error %q... not shortened as expected", tc.name, stored.Error[:min(40, len(stored.Error))])
 		}
 	}
 }
@@ -90,7 +91,7 @@ func TestLargeResults(t *testing.T) {
 		wantOmitted  bool
 		wantEncoding string
 	}{
-		{"compressible", mib(true), false, encodingGzip},
+		{"compressible", mib(true), false, fit.Gzip},
 		{"incompressible", mib(false), true, ""},
 	} {
 		rec := reservation("evt:"+tc.name, "tok-a", now, time.Minute)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fit"
 )
 
 // Client is the part of a go-redis client that the store calls: every call
@@ -373,36 +374,14 @@ func leaseLost(rec, existing core.Record, found bool) error {
 // the result or, failing that, dropping it (succeeded) or shortening the
 // error message (failed). It returns the fields and the record as stored.
 func (s *Store) fit(op, name string, rec core.Record) ([]any, core.Record, error) {
-	body, encoding := rec.Result, ""
-	if s.compressAbove >= 0 && len(body) > s.compressAbove {
-		if z := gzipBody(body); len(z) < len(body) {
-			body, encoding = z, encodingGzip
-		}
-	}
-	if len(rec.Result) == 0 {
-		rec.Result = nil
-	}
-	fields := encode(rec, body, encoding)
-	size := recordSize(name, fields)
-	if size <= s.maxRecord {
-		return fields, rec, nil
-	}
-	if len(body) > 0 {
-		rec.Result, rec.ResultOmitted = nil, true
-		fields = encode(rec, nil, "")
-		size = recordSize(name, fields)
-	}
-	if size > s.maxRecord && rec.Error != "" {
-		const mark = " …(truncated)"
-		keep := len(rec.Error) - (size - s.maxRecord) - len(mark)
-		rec.Error = truncateUTF8(rec.Error, keep) + mark
-		fields = encode(rec, nil, "")
-		size = recordSize(name, fields)
-	}
-	if size > s.maxRecord {
+	fields, stored, size, ok := fit.Record(rec, s.compressAbove, s.maxRecord, func(rec core.Record, body []byte, encoding string) ([]any, int) {
+		fields := encode(rec, body, encoding)
+		return fields, recordSize(name, fields)
+	})
+	if !ok {
 		return nil, core.Record{}, s.fail(op, ErrRecordTooLarge, "record without result is %d bytes, at most %d", size, s.maxRecord)
 	}
-	return fields, rec, nil
+	return fields, stored, nil
 }
 
 // Get implements idem.Store.Get with one script that reads the record's hash

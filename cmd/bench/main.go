@@ -185,6 +185,13 @@ func benchmark(ctx context.Context, f flags) (*report, error) {
 			return nil, fmt.Errorf("run %d: %w", r, err)
 		}
 	}
+	if f.selected("stores") {
+		rows, err := storeComparison(ctx, b, root, f.n)
+		if err != nil {
+			return nil, fmt.Errorf("store comparison: %w", err)
+		}
+		rep.Stores = rows
+	}
 	if f.selected("coldstart") {
 		cs, err := coldstart(ctx, root, prx, f)
 		if err != nil {

@@ -64,6 +64,9 @@ var sinkDec core.Decision
 func micro(runs int, benchtime time.Duration) map[string]microResult {
 	p1 := benchPayload(1 << 10)
 	p64 := benchPayload(64 << 10)
+	// A hostile body: 1 MiB of '[', rejected where its nesting passes
+	// core.MaxDepth.
+	pDeep := []byte(strings.Repeat("[", 1<<20))
 	fp1, _ := core.Fingerprint(p1)
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	rec := &core.Record{Key: "bench-seq-1", Fingerprint: fp1, Status: core.StatusSucceeded, LeaseToken: "0123456789abcdef0123456789abcdef",
@@ -91,6 +94,7 @@ func micro(runs int, benchtime time.Duration) map[string]microResult {
 		{"core.Decide", 0, func() { sinkDec = core.Decide("bench-seq-1", rec, fp1, now, pol) }},
 		{"core.Fingerprint_1KB", len(p1), func() { sinkFP, _ = core.Fingerprint(p1) }},
 		{"core.Fingerprint_64KB", len(p64), func() { sinkFP, _ = core.Fingerprint(p64) }},
+		{"core.Fingerprint_adversarial_1MiB", len(pDeep), func() { sinkFP, _ = core.Fingerprint(pDeep) }},
 		{"decide+fingerprint_1KB", len(p1), func() {
 			fp, _ := core.Fingerprint(p1)
 			sinkDec = core.Decide("bench-seq-1", rec, fp, now, pol)

@@ -114,6 +114,7 @@ type report struct {
 	Scenarios map[string]any         `json:"scenarios"`
 	ItemSize  []itemSizeRow          `json:"item_size"`
 	AllOld    *allOldResult          `json:"allold_moto,omitempty"`
+	Stores    []storeRow             `json:"stores,omitempty"`
 	Micro     map[string]microResult `json:"micro"`
 	Targets   []target               `json:"targets"`
 	Failures  []string               `json:"failures"`
@@ -472,6 +473,12 @@ func markdown(r *report) string {
 	if a := r.AllOld; a != nil {
 		fmt.Fprintf(&b, "\nOn %s (returns ALL_OLD), %d events: first execution %s, duplicate of completed %s, live in-progress %s per event.\n",
 			a.Server, a.Events, fmtCalls(a.FirstCalls), fmtCalls(a.DuplicateCalls), fmtCalls(a.LiveCalls))
+	}
+	if len(r.Stores) > 0 {
+		b.WriteString("\n| store | scenario | p50 ms | p99 ms | store ops/event | server requests/event | executions/event | verdict |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+		for _, s := range r.Stores {
+			fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.2f | %.2f | %.2f | %s |\n", s.Store, s.Scenario, s.P50Ms, s.P99Ms, s.StoreOps, s.Requests, s.Executions, s.Verdict)
+		}
 	}
 	b.WriteString("\n| target | measured | status |\n| --- | --- | --- |\n")
 	for _, t := range r.Targets {

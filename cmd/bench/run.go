@@ -99,7 +99,7 @@ func (b *bench) oneRun(rep *report, client *dynamodb.Client, f flags, r int) err
 						"payload":                    &types.AttributeValueMemberS{Value: string(ev.payload)},
 						"result":                     &types.AttributeValueMemberB{Value: ev.result},
 					}})
-					return idem.Outcome{}, err
+					return idem.Outcome{Verdict: idem.Executed}, err
 				}
 			}
 			meas, err := b.drive(evs, m.Conc, fn, &execs)

@@ -57,28 +57,13 @@ func makeEvents(scenario, mode string, n, amountDelta int) []event {
 	return evs
 }
 
-// outcome names what a call got.
-func outcome(out idem.Outcome, err error) string {
-	var ipe *core.InProgressError
-	switch {
-	case err == nil && out.Replayed:
-		return "replayed"
-	case err == nil && out.TookOver:
-		return "executed_takeover"
-	case err == nil:
-		return "executed"
-	case errors.Is(err, core.ErrKeyReused):
-		return "key_reused"
-	case errors.Is(err, idem.ErrTransientFailure):
-		return "transient_failure"
-	case errors.As(err, &ipe):
-		return "in_progress"
-	case errors.Is(err, core.ErrRetriesExhausted):
-		return "retries_exhausted"
-	case errors.Is(err, core.ErrPermanentFailure):
-		return "permanent_failure"
+// outcome names what a call got: its verdict (idem's one vocabulary), with
+// "+took_over" when it took an expired lease over.
+func outcome(out idem.Outcome, _ error) string {
+	if out.TookOver {
+		return out.Verdict.String() + "+took_over"
 	}
-	return "error"
+	return out.Verdict.String()
 }
 
 // measured is one measurement of a scenario in a mode.
@@ -269,12 +254,12 @@ func workload() []scenario {
 			Note: "d_first's ids with amount+1: rejected, handler not run"},
 		{Name: "d_same", Events: own("d_first", 0), Expect: "replayed", WantCalls: map[string]float64{"PutItem": 1, "GetItem": 1},
 			Note: "d_first's events again: replayed"},
-		{Name: "e_throw", Events: own("e_throw", 0), Throw: true, Expect: "transient_failure", ExecsPerEvent: 1, WantCalls: put2,
+		{Name: "e_throw", Events: own("e_throw", 0), Throw: true, Expect: "failed_transiently", ExecsPerEvent: 1, WantCalls: put2,
 			Note: "handler returns a transient error; 1 attempt per call; a retryable record is left"},
 		{Name: "e_retry", Events: own("e_throw", 0), Expect: "executed", ExecsPerEvent: 1, WantCalls: map[string]float64{"PutItem": 3, "GetItem": 1},
 			Note: "e_throw's events again: the handler runs again and succeeds"},
 		{Name: "f_expired_inprogress", Events: own("f_expired_inprogress", 0), Setup: prewriteInProgress(-time.Second),
-			Expect: "executed_takeover", ExecsPerEvent: 1, WantCalls: map[string]float64{"PutItem": 3, "GetItem": 1},
+			Expect: "executed+took_over", ExecsPerEvent: 1, WantCalls: map[string]float64{"PutItem": 3, "GetItem": 1},
 			Note: "pre-written in_progress records whose lease ended 1 s ago: taken over"},
 		{Name: "f_live_inprogress", Events: own("f_live_inprogress", 0), Setup: prewriteInProgress(10 * time.Minute),
 			Expect: "in_progress", WantCalls: map[string]float64{"PutItem": 1, "GetItem": 1},

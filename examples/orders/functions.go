@@ -35,13 +35,15 @@ type Deps struct {
 	Orders Orders
 	// Ledger keeps ledger entries (orders-consumer).
 	Ledger Ledger
+	// Audit keeps audit entries (orders-stream).
+	Audit Audit
 	// Publisher sends OrderPlaced messages (orders-api); nil sends none.
 	Publisher Publisher
 	// Logger receives the runner's and the wrapper's JSON logs (nil: none).
 	Logger *slog.Logger
 	// LeaseMargin is the runner's lease margin (zero: idem's default).
 	LeaseMargin time.Duration
-	// SafetyMargin is the consumer's safety margin (negative: the
+	// SafetyMargin is the consumers' safety margin (negative: the
 	// wrapper's default).
 	SafetyMargin time.Duration
 	// TestHooks turns the test hooks on.
@@ -285,9 +287,9 @@ func awsDeps(ctx context.Context, cfg Config, logger *slog.Logger) (Deps, error)
 	if err != nil {
 		return Deps{}, err
 	}
-	tables := DynamoTables{Client: db, OrdersTable: cfg.OrdersTable, LedgerTable: cfg.LedgerTable}
+	tables := DynamoTables{Client: db, OrdersTable: cfg.OrdersTable, LedgerTable: cfg.LedgerTable, AuditTable: cfg.AuditTable}
 	d := Deps{
-		Store: store, Orders: tables, Ledger: tables, Logger: logger,
+		Store: store, Orders: tables, Ledger: tables, Audit: tables, Logger: logger,
 		LeaseMargin: cfg.LeaseMargin, SafetyMargin: cfg.SafetyMargin, TestHooks: cfg.TestHooks,
 	}
 	if cfg.QueueURL != "" {

@@ -13,12 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
 	"github.com/idemgo/idem/internal/sim"
 	"github.com/idemgo/idem/memstore"
+	"github.com/idemgo/idem/redisstore"
 )
 
 var (
@@ -237,6 +239,34 @@ func TestSimDynalite(t *testing.T) {
 	cfg.NewStore = func() idem.Store { return store }
 	cfg.StoreResolution = time.Second
 	runWith(t, cfg, "go run ./internal/cmd/testenv -server dynalite -- ")
+}
+
+// TestSimRedis runs every service over the Redis store on the server at
+// IDEM_REDIS_ADDR (Redis under internal/cmd/testenv -redis).
+func TestSimRedis(t *testing.T) {
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1: Redis integration test skipped")
+	}
+	addr := os.Getenv("IDEM_REDIS_ADDR")
+	if addr == "" {
+		t.Fatal("no Redis server: run `go run ./internal/cmd/testenv -server none -redis -- go test ./internal/sim/...` " +
+			"(or set IDEM_REDIS_ADDR), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
+	}
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = client.Close() })
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	store, err := redisstore.New(client, redisstore.WithPrefix("sim:"+hex.EncodeToString(b[:])+":"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := memConfig(t, 11, 5000, sim.DefaultFaults(), sim.Mixed()...)
+	if !raceEnabled && *nFlag == 0 {
+		cfg.Deliveries = 5000
+	}
+	cfg.NewStore = func() idem.Store { return store }
+	cfg.StoreResolution = time.Millisecond
+	runWith(t, cfg, "go run ./internal/cmd/testenv -server none -redis -- ")
 }
 
 func newDynamoStore(t *testing.T) *ddbstore.Store {

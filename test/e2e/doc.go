@@ -1,11 +1,13 @@
-// Package e2e holds idem's end-to-end tests: the example service's two
-// functions (examples/orders) built as Lambda bootstraps and run under AWS's
+// Package e2e holds idem's end-to-end tests: the example service's
+// functions (examples/orders), and a Kinesis consumer built for these tests
+// (testdata/kinesis-ledger), built as Lambda bootstraps and run under AWS's
 // Lambda Runtime Interface Emulator against a DynamoDB-API server, invoked
-// over HTTP with realistic SQS and API Gateway events. The consumer's queue
-// tests deliver through internal/esm, a stand-in for Lambda's SQS event
-// source mapping, from a queue and its dead-letter queue on an SQS-API
-// server (moto): duplicates, redeliveries after the visibility timeout, the
-// redrive policy, a release and a redrive.
+// over HTTP with events shaped as AWS sends them (SQS, API Gateway, Kinesis
+// with base64 data, DynamoDB Streams with typed images). The SQS consumer's
+// queue tests deliver through internal/esm, a stand-in for Lambda's SQS
+// event source mapping, from a queue and its dead-letter queue on an
+// SQS-API server (moto): duplicates, redeliveries after the visibility
+// timeout, the redrive policy, a release and a redrive.
 //
 // They need AWS_ENDPOINT_URL_DYNAMODB (the DynamoDB endpoint), IDEM_RIE (the
 // aws-lambda-rie binary) and, for the queue tests, AWS_ENDPOINT_URL_SQS,

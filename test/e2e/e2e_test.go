@@ -40,14 +40,23 @@ const (
 	queueARN    = "arn:aws:sqs:us-east-1:123456789012:orders"
 )
 
-// bootstraps are built once per test binary, for the host's architecture.
+// bootstraps are built once per test binary, for the host's architecture:
+// the example's functions, and a Kinesis consumer that exists for these
+// tests (testdata/kinesis-ledger).
 var (
-	buildOnce  sync.Once
-	buildErr   error
-	apiBin     string
-	consumeBin string
-	buildDir   string
+	buildOnce sync.Once
+	buildErr  error
+	bins      = map[string]string{} // function name → bootstrap
+	buildDir  string
 )
+
+// functionPkgs are the packages of the functions the tests run, by name.
+var functionPkgs = map[string]string{
+	"orders-api":      "./examples/orders/cmd/orders-api",
+	"orders-consumer": "./examples/orders/cmd/orders-consumer",
+	"orders-stream":   "./examples/orders/cmd/orders-stream",
+	"kinesis-ledger":  "./test/e2e/testdata/kinesis-ledger",
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -89,16 +98,13 @@ func setup(t *testing.T) (rie string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		for _, b := range []struct {
-			pkg string
-			out *string
-		}{{"./examples/orders/cmd/orders-api", &apiBin}, {"./examples/orders/cmd/orders-consumer", &consumeBin}} {
-			dir := filepath.Join(buildDir, filepath.Base(b.pkg))
+		for name, pkg := range functionPkgs {
+			dir := filepath.Join(buildDir, name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				buildErr = err
 				return
 			}
-			if *b.out, err = devserver.BuildBootstrap(ctx, root, b.pkg, dir); err != nil {
+			if bins[name], err = devserver.BuildBootstrap(ctx, root, pkg, dir); err != nil {
 				buildErr = err
 				return
 			}
@@ -117,6 +123,7 @@ type stack struct {
 	db                                  *dynamodb.Client
 	store                               *ddbstore.Store
 	idemTable, ordersTable, ledgerTable string
+	auditTable                          string
 	sqs                                 *fakeSQS
 }
 
@@ -129,11 +136,11 @@ func newStack(t *testing.T) *stack {
 	}
 	s := &stack{t: t, rie: rie, db: dynamodb.NewFromConfig(cfg)}
 	prefix := strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())) + "-" + orders.NewID("")[:8]
-	s.idemTable, s.ordersTable, s.ledgerTable = prefix+"-idem", prefix+"-orders", prefix+"-ledger"
+	s.idemTable, s.ordersTable, s.ledgerTable, s.auditTable = prefix+"-idem", prefix+"-orders", prefix+"-ledger", prefix+"-audit"
 	if _, err := ddbstore.CreateTable(ctx, s.db, s.idemTable); err != nil {
 		t.Fatal(err)
 	}
-	for table, key := range map[string]string{s.ordersTable: orders.OrdersKeyAttr, s.ledgerTable: orders.LedgerKeyAttr} {
+	for table, key := range map[string]string{s.ordersTable: orders.OrdersKeyAttr, s.ledgerTable: orders.LedgerKeyAttr, s.auditTable: orders.AuditKeyAttr} {
 		_, err := s.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 			TableName:            aws.String(table),
 			BillingMode:          types.BillingModePayPerRequest,
@@ -163,9 +170,9 @@ func (s *stack) start(name string) *devserver.RIE {
 // sends its messages to the stack's fake SQS.
 func (s *stack) startWith(name string, timeout int, hooks bool) *devserver.RIE {
 	s.t.Helper()
-	bin := apiBin
-	if name == "orders-consumer" {
-		bin = consumeBin
+	bin, ok := bins[name]
+	if !ok {
+		s.t.Fatalf("no function %q", name)
 	}
 	r, err := devserver.StartRIE(s.t.Context(), s.rie, bin, []string{
 		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", timeout),
@@ -173,6 +180,7 @@ func (s *stack) startWith(name string, timeout int, hooks bool) *devserver.RIE {
 		orders.EnvIdemTable + "=" + s.idemTable,
 		orders.EnvOrdersTable + "=" + s.ordersTable,
 		orders.EnvLedgerTable + "=" + s.ledgerTable,
+		orders.EnvAuditTable + "=" + s.auditTable,
 		orders.EnvQueueURL + "=" + s.sqs.srv.URL + "/123456789012/orders",
 		"AWS_ENDPOINT_URL_SQS=" + s.sqs.srv.URL,
 		orders.EnvLeaseMargin + "=" + leaseMargin.String(),
