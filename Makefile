@@ -91,18 +91,19 @@ redis-server:
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \
 	fi
 
-# testenv starts dynalite or moto (and, with -redis, Redis) on 127.0.0.1, runs a command
-# against them, stops them by PID.
+# testenv starts dynalite or moto (with -sqs moto, moto for SQS; with -redis, Redis) on
+# 127.0.0.1, runs a command against them, stops them by PID.
 # Always rebuilt (the Go build cache makes that cheap).
 $(TESTENV): FORCE
 	$(GO) build -o $@ ./internal/cmd/testenv
 
-# test: what CI runs. Vet, every package against dynalite and Redis (with -race), then the
+# test: what CI runs. Vet, every package against dynalite, moto's SQS (the end-to-end tests'
+# queues and internal/esm) and Redis (with -race), then the
 # DynamoDB store's packages against moto, the otel module, core's coverage floor, a smoke run
 # of the benchmark, and the checks of the SAM template and its build.
 test: deps $(TESTENV)
 	$(GO) vet ./...
-	$(TESTENV) -server dynalite -redis -- $(GO) test -race -count=1 ./...
+	$(TESTENV) -server dynalite -sqs moto -redis -- $(GO) test -race -count=1 ./...
 ifeq ($(call existing,$(MOTO_PKGS)),)
 	@echo "moto: none of $(MOTO_PKGS) exists yet; skipped"
 else
@@ -136,9 +137,12 @@ cover:
 		  if (pct + 0 < min + 0) { print "core coverage is below the minimum"; bad = 1 } } \
 		 END { exit bad }'
 
-# demo: run the demo (it starts its own dynalite through internal/devserver; no AWS account).
-demo: $(STAMPS)/go-mod node_modules/.idem-stamp
-	$(GO) run ./cmd/demo
+# demo: run the demo (it starts its own dynalite and moto through internal/devserver; no AWS
+# account). Built, then run, rather than `go run`: go run exits 1 when Ctrl-C stops the
+# program, which make would report as an error; the demo itself exits 0.
+demo: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION)
+	$(GO) build -o $(CACHE)/demo ./cmd/demo
+	$(CACHE)/demo
 
 # bench: run the benchmark with BENCH_N invocations.
 bench: deps
@@ -150,9 +154,9 @@ bench-smoke: deps
 	@echo "bench smoke: ok ($$(wc -c < $(CACHE)/bench-smoke.json) bytes of JSON)"
 
 # test-localstack: the DynamoDB store and end-to-end tests against an already-running
-# LocalStack at LOCALSTACK_ENDPOINT (not available on machines without Docker).
+# LocalStack at LOCALSTACK_ENDPOINT (DynamoDB and SQS; not available on machines without Docker).
 test-localstack: $(BIN)/.rie-$(RIE_VERSION)
-	AWS_ENDPOINT_URL_DYNAMODB=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
+	AWS_ENDPOINT_URL_DYNAMODB=$(LOCALSTACK_ENDPOINT) AWS_ENDPOINT_URL_SQS=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
 	IDEM_DDB_SERVER=localstack IDEM_RIE=$(RIE) \
 	$(GO) test -count=1 $(or $(call existing,./ddbstore/... ./test/...),$(error neither ./ddbstore nor ./test exists))

@@ -63,8 +63,8 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !checkKey(rec.Key) {
-		return s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(rec.Key), maxKeyBytes)
+	if err := s.checkKey(op, rec.Key); err != nil {
+		return err
 	}
 	if rec.LeaseToken == "" || !rec.Status.Valid() {
 		return errors.New("ddbstore: release needs the record as read: its lease token, status and attempt")
@@ -77,7 +77,7 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 		TableName:                aws.String(s.table),
 		Key:                      s.keyOf(rec.Key),
 		ConditionExpression:      aws.String(releaseCondition),
-		ExpressionAttributeNames: map[string]string{"#tok": AttrLeaseToken, "#st": AttrStatus, "#att": AttrAttempts},
+		ExpressionAttributeNames: map[string]string{"#tok": s.names.LeaseToken, "#st": s.names.Status, "#att": s.names.Attempts},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":tok": &types.AttributeValueMemberS{Value: rec.LeaseToken},
 			":st":  &types.AttributeValueMemberS{Value: string(rec.Status)},
@@ -114,7 +114,10 @@ type ListInput struct {
 	Next string
 	// Status, when set, keeps only records of that status. It is a
 	// FilterExpression: DynamoDB reads, and charges for, every item it
-	// evaluates, and only the matches cross the network.
+	// evaluates, and only the matches cross the network. The store's key
+	// prefix (WithKeyPrefix) and fixed sort key value (WithSortKey) filter
+	// the same way, so that items of other stores or entities in a shared
+	// table are left out.
 	Status core.Status
 }
 
@@ -129,9 +132,16 @@ type ListPage struct {
 	Next string
 	// Scanned is the number of items DynamoDB evaluated (ScannedCount).
 	Scanned int
-	// Corrupt is the number of items that did not decode as records
-	// (ErrCorruptRecord); they are left out of Records.
+	// Corrupt is the number of the store's items that did not decode as
+	// records (ErrCorruptRecord); they are left out of Records.
 	Corrupt int
+	// Foreign is the number of items returned that are not the store's by
+	// their key (another sort key value than WithSortKeyFunc gives the key:
+	// another store or entity sharing the table); they are left out of
+	// Records and not counted as Corrupt. Items the filter left out
+	// (another prefix, another fixed sort key value) are counted only in
+	// Scanned.
+	Foreign int
 	// ConsumedRCU is the read capacity the call consumed, as DynamoDB
 	// reported it (ReturnConsumedCapacity TOTAL); 0 where the server
 	// reports none.
@@ -169,7 +179,23 @@ func (s *Store) List(ctx context.Context, in ListInput) (ListPage, error) {
 	if c := out.ConsumedCapacity; c != nil {
 		page.ConsumedRCU = aws.ToFloat64(c.CapacityUnits)
 	}
-	for _, item := range out.Items {
+	s.collect(&page, out.Items)
+	if len(out.LastEvaluatedKey) > 0 {
+		if page.Next, err = s.token(out.LastEvaluatedKey); err != nil {
+			return ListPage{}, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+		}
+	}
+	return page, nil
+}
+
+// collect decodes the store's own items into page's records, counting the
+// others and those that do not decode.
+func (s *Store) collect(page *ListPage, items []map[string]types.AttributeValue) {
+	for _, item := range items {
+		if !s.owns(item) {
+			page.Foreign++
+			continue
+		}
 		rec, err := s.decode(item)
 		if err != nil {
 			page.Corrupt++
@@ -177,15 +203,55 @@ func (s *Store) List(ctx context.Context, in ListInput) (ListPage, error) {
 		}
 		page.Records = append(page.Records, rec)
 	}
-	if len(out.LastEvaluatedKey) > 0 {
-		key, ok := out.LastEvaluatedKey[s.keyAttr].(*types.AttributeValueMemberS)
+}
+
+// token returns the continuation token of a Scan's last evaluated key:
+// tokenPrefix and its partition key value and, with a sort key, a dot and
+// the sort key value, each base64url-encoded.
+func (s *Store) token(last map[string]types.AttributeValue) (string, error) {
+	var b strings.Builder
+	b.WriteString(tokenPrefix)
+	for i, name := range s.keyNames() {
+		v, ok := last[name].(*types.AttributeValueMemberS)
 		if !ok {
-			return ListPage{}, core.MarkPermanent(&Error{Op: op, Table: s.table,
-				Err: fmt.Errorf("%w: last evaluated key has no string %q", ErrCorruptRecord, s.keyAttr)})
+			return "", fmt.Errorf("%w: last evaluated key has no string %q", ErrCorruptRecord, name)
 		}
-		page.Next = tokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(key.Value))
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(base64.RawURLEncoding.EncodeToString([]byte(v.Value)))
 	}
-	return page, nil
+	return b.String(), nil
+}
+
+// startKey returns the Scan's start key of a token (see token), or
+// ErrBadToken.
+func (s *Store) startKey(tok string) (map[string]types.AttributeValue, error) {
+	rest, ok := strings.CutPrefix(tok, tokenPrefix)
+	names := s.keyNames()
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != len(names) {
+		return nil, ErrBadToken
+	}
+	limits := []int{maxKeyBytes, maxSortKeyBytes}
+	key := make(map[string]types.AttributeValue, len(names))
+	for i, p := range parts {
+		raw, err := base64.RawURLEncoding.DecodeString(p)
+		if err != nil || len(raw) == 0 || len(raw) > limits[i] {
+			return nil, ErrBadToken
+		}
+		key[names[i]] = &types.AttributeValueMemberS{Value: string(raw)}
+	}
+	return key, nil
+}
+
+// keyNames returns the names of the table's key attributes: the partition
+// key and, if there is one, the sort key.
+func (l *layout) keyNames() []string {
+	if l.sortAttr == "" {
+		return []string{l.keyAttr}
+	}
+	return []string{l.keyAttr, l.sortAttr}
 }
 
 // scanInput builds the Scan of in.
@@ -201,27 +267,28 @@ func (s *Store) scanInput(in ListInput) (*dynamodb.ScanInput, error) {
 		scan.Limit = aws.Int32(in.Limit)
 	}
 	if in.Next != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(in.Next, tokenPrefix))
-		if !strings.HasPrefix(in.Next, tokenPrefix) || err != nil || !checkKey(string(raw)) {
-			return nil, ErrBadToken
+		key, err := s.startKey(in.Next)
+		if err != nil {
+			return nil, err
 		}
-		scan.ExclusiveStartKey = s.keyOf(string(raw))
+		scan.ExclusiveStartKey = key
 	}
-	if in.Status != "" {
-		if !in.Status.Valid() {
-			return nil, fmt.Errorf("ddbstore: list status %q is not a record status", in.Status)
-		}
-		scan.FilterExpression = aws.String("#st = :st")
-		scan.ExpressionAttributeNames = map[string]string{"#st": AttrStatus}
-		scan.ExpressionAttributeValues = map[string]types.AttributeValue{":st": &types.AttributeValueMemberS{Value: string(in.Status)}}
+	if in.Status != "" && !in.Status.Valid() {
+		return nil, fmt.Errorf("ddbstore: list status %q is not a record status", in.Status)
+	}
+	if expr, names, values := s.scanFilter(in.Status); expr != "" {
+		scan.FilterExpression = aws.String(expr)
+		scan.ExpressionAttributeNames = names
+		scan.ExpressionAttributeValues = values
 	}
 	return scan, nil
 }
 
 // CheckTable checks, with one DescribeTable call, that table exists, is
 // usable (not being created or deleted) and has the key schema a Store
-// configured with opts expects: one string partition key named as
-// configured and no sort key. It returns nil, or an *Error wrapping
+// configured with opts expects: a string partition key named as configured
+// and, with WithSortKey or WithSortKeyFunc, a string sort key named as
+// configured, else no sort key. It returns nil, or an *Error wrapping
 // ErrTableNotFound, ErrSchemaMismatch or, for the call's own failures, the
 // sentinel it translates to (ErrAccessDenied, ErrThrottled, ...). Tools call
 // it before they use a table they did not create; the store itself never
@@ -247,9 +314,9 @@ func CheckTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, tab
 	case types.TableStatusCreating, types.TableStatusDeleting, types.TableStatusArchiving, types.TableStatusArchived:
 		return core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: table is %s", ErrTableNotFound, st)})
 	}
-	if !hashKeyOnly(out.Table, o.keyAttr) {
-		return core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: want a single string partition key %q, table has %s",
-			ErrSchemaMismatch, o.keyAttr, describeSchema(out.Table))})
+	if !o.schemaMatches(out.Table) {
+		return core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: want %s, table has %s",
+			ErrSchemaMismatch, o.describeLayoutSchema(), describeSchema(out.Table))})
 	}
 	return nil
 }

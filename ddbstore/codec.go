@@ -3,6 +3,7 @@ package ddbstore
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -11,9 +12,9 @@ import (
 	"github.com/idemgo/idem/internal/fit"
 )
 
-// Names of the record's attributes other than the key and the TTL attribute,
-// whose names are configurable (WithKeyAttribute, WithTTLAttribute). The
-// package documentation has the whole layout.
+// Default names of the record's attributes other than the key and the TTL
+// attribute (WithKeyAttribute, WithTTLAttribute); WithAttributeNames renames
+// them. The package documentation has the whole layout.
 const (
 	// AttrStatus (S) is the record's status: in_progress, succeeded or failed.
 	AttrStatus = "status"
@@ -46,8 +47,6 @@ const (
 	AttrUpdatedAt = "updated_at_ms"
 )
 
-// maxKeyBytes is DynamoDB's limit on a partition key value.
-const maxKeyBytes = 2048
 
 // ceilSeconds returns t in epoch seconds, rounded up: the stored end of
 // retention is never earlier than the record's.
@@ -92,74 +91,80 @@ func num(n int64) types.AttributeValue {
 }
 
 // encode returns the item of rec, whose times must be normalized, with the
-// result as given (possibly compressed) in body and its encoding.
+// result as given (possibly compressed) in body and its encoding. The item
+// has the layout's primary key and attribute names.
 func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		s.keyAttr:    &types.AttributeValueMemberS{Value: rec.Key},
-		AttrStatus:   &types.AttributeValueMemberS{Value: string(rec.Status)},
-		AttrAttempts: num(int64(rec.Attempts)),
-	}
+	n := &s.names
+	item := s.keyOf(rec.Key)
+	item[n.Status] = &types.AttributeValueMemberS{Value: string(rec.Status)}
+	item[n.Attempts] = num(int64(rec.Attempts))
 	if rec.Fingerprint != "" {
-		item[AttrFingerprint] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
+		item[n.Fingerprint] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
 	}
 	if rec.LeaseToken != "" {
-		item[AttrLeaseToken] = &types.AttributeValueMemberS{Value: rec.LeaseToken}
+		item[n.LeaseToken] = &types.AttributeValueMemberS{Value: rec.LeaseToken}
 	}
 	if rec.Status == core.StatusInProgress || !rec.LeaseUntil.IsZero() {
 		// An in-progress record always has a lease end, even a zero one
 		// (which has ended, as core.Record.LeaseExpired says).
-		item[AttrLeaseUntil] = num(ceilMillis(rec.LeaseUntil))
+		item[n.LeaseUntil] = num(ceilMillis(rec.LeaseUntil))
 	}
 	if !rec.ExpiresAt.IsZero() {
 		item[s.ttlAttr] = num(ceilSeconds(rec.ExpiresAt))
 	}
 	if !rec.UpdatedAt.IsZero() {
-		item[AttrUpdatedAt] = num(rec.UpdatedAt.UnixMilli())
+		item[n.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
 	}
 	if rec.Status == core.StatusFailed || rec.Retryable {
-		item[AttrRetryable] = &types.AttributeValueMemberBOOL{Value: rec.Retryable}
+		item[n.Retryable] = &types.AttributeValueMemberBOOL{Value: rec.Retryable}
 	}
 	if rec.Error != "" {
-		item[AttrError] = &types.AttributeValueMemberS{Value: rec.Error}
+		item[n.Error] = &types.AttributeValueMemberS{Value: rec.Error}
 	}
 	if len(body) > 0 {
-		item[AttrResult] = &types.AttributeValueMemberB{Value: body}
+		item[n.Result] = &types.AttributeValueMemberB{Value: body}
 		if encoding != "" {
-			item[AttrResultEncoding] = &types.AttributeValueMemberS{Value: encoding}
+			item[n.ResultEncoding] = &types.AttributeValueMemberS{Value: encoding}
 		}
 	}
 	if rec.ResultOmitted {
-		item[AttrResultOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+		item[n.ResultOmitted] = &types.AttributeValueMemberBOOL{Value: true}
 	}
 	return item
 }
 
-// decode returns the record of a stored item. A malformed item gives an
-// error wrapping ErrCorruptRecord.
+// decode returns the record of a stored item, its key without the
+// layout's prefix. A malformed item, or one whose key lacks the prefix,
+// gives an error wrapping ErrCorruptRecord.
 func (s *Store) decode(item map[string]types.AttributeValue) (core.Record, error) {
+	n := &s.names
 	r := itemReader{item: item}
-	rec := core.Record{
-		Key:           r.str(s.keyAttr, true),
-		Status:        core.Status(r.str(AttrStatus, true)),
-		Fingerprint:   r.str(AttrFingerprint, false),
-		LeaseToken:    r.str(AttrLeaseToken, false),
-		Error:         r.str(AttrError, false),
-		Retryable:     r.boolean(AttrRetryable),
-		ResultOmitted: r.boolean(AttrResultOmitted),
+	key, ok := strings.CutPrefix(r.str(s.keyAttr, true), s.prefix)
+	if !ok {
+		r.fail("attribute %s lacks the key prefix", s.keyAttr)
 	}
-	if ms, ok := r.num(AttrLeaseUntil); ok {
+	rec := core.Record{
+		Key:           key,
+		Status:        core.Status(r.str(n.Status, true)),
+		Fingerprint:   r.str(n.Fingerprint, false),
+		LeaseToken:    r.str(n.LeaseToken, false),
+		Error:         r.str(n.Error, false),
+		Retryable:     r.boolean(n.Retryable),
+		ResultOmitted: r.boolean(n.ResultOmitted),
+	}
+	if ms, ok := r.num(n.LeaseUntil); ok {
 		rec.LeaseUntil = time.UnixMilli(ms).UTC()
 	}
 	if sec, ok := r.num(s.ttlAttr); ok {
 		rec.ExpiresAt = time.Unix(sec, 0).UTC()
 	}
-	if ms, ok := r.num(AttrUpdatedAt); ok {
+	if ms, ok := r.num(n.UpdatedAt); ok {
 		rec.UpdatedAt = time.UnixMilli(ms).UTC()
 	}
-	if a, ok := r.num(AttrAttempts); ok {
+	if a, ok := r.num(n.Attempts); ok {
 		rec.Attempts = int(a)
 	}
-	rec.Result = r.result(r.str(AttrResultEncoding, false))
+	rec.Result = r.result(n.Result, r.str(n.ResultEncoding, false))
 	if r.err != nil {
 		return core.Record{}, r.err
 	}
@@ -225,15 +230,16 @@ func (r *itemReader) boolean(name string) bool {
 	return v.Value
 }
 
-// result reads the stored result in its encoding (nil if there is none).
-func (r *itemReader) result(encoding string) []byte {
-	av, ok := r.item[AttrResult]
+// result reads the stored result, attribute name, in its encoding (nil if
+// there is none).
+func (r *itemReader) result(name, encoding string) []byte {
+	av, ok := r.item[name]
 	if !ok {
 		return nil
 	}
 	b, ok := av.(*types.AttributeValueMemberB)
 	if !ok {
-		r.fail("attribute %s is %T, want B", AttrResult, av)
+		r.fail("attribute %s is %T, want B", name, av)
 		return nil
 	}
 	out, err := fit.Decode(b.Value, encoding)

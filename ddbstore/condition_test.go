@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,15 +35,35 @@ func TestConditionsMatchCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-	table := fmt.Sprintf("idem-conditions-%d", time.Now().UnixNano())
-	if _, err := CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
+	layouts := map[string][]Option{
+		"default": nil,
+		// A single-table layout: the conditions name every attribute by
+		// its configured name, and address the item by both keys.
+		"single table": {WithKeyAttribute("PK"), WithSortKey("SK", "idempotency#"), WithKeyPrefix("orders#"),
+			WithTTLAttribute("ttl"), WithAttributeNames(AttributeNames{Status: "state", Fingerprint: "fp", LeaseToken: "token",
+				LeaseUntil: "lease", Attempts: "count", Retryable: "retry", Error: "cause", Result: "data",
+				ResultEncoding: "enc", ResultOmitted: "omitted", UpdatedAt: "timestamp"})},
 	}
-	defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	s, err := New(client, table)
-	if err != nil {
-		t.Fatal(err)
+	for name, opts := range layouts {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			table := fmt.Sprintf("idem-conditions-%s-%d", strings.ReplaceAll(name, " ", "-"), time.Now().UnixNano())
+			if _, err := CreateTable(ctx, client, table, opts...); err != nil {
+				t.Fatal(err)
+			}
+			defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+			s, err := New(client, table, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkConditions(t, s)
+		})
 	}
+}
+
+// checkConditions checks every stored record against every caller's view
+// at instants around its lease and retention ends.
+func checkConditions(t *testing.T, s *Store) {
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 	n := 0

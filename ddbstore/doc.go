@@ -10,11 +10,12 @@
 //
 // # Table
 //
-// One item per key, in a table with a string partition key and no sort key
-// (CreateTable makes one; so do the SAM template and the LocalStack init
-// script). Attributes:
+// One item per key. By default, in a table of its own with a string
+// partition key and no sort key (CreateTable makes one; so do the SAM
+// template and the LocalStack init script). Attributes, under their default
+// names:
 //
-//	pk              S     the key (name: WithKeyAttribute)
+//	pk              S     the key (name: WithKeyAttribute; value: WithKeyPrefix's prefix and the key)
 //	status          S     in_progress, succeeded or failed
 //	fingerprint     S     hex SHA-256 of the canonical payload
 //	lease_token     S     fencing token of the lease that wrote the record; kept after completion
@@ -27,6 +28,18 @@
 //	result          B     succeeded only: the result, raw or gzip-compressed; absent if empty or omitted
 //	result_encoding S     "gzip" when result is compressed; absent when raw
 //	result_omitted  BOOL  present (true) when the result was too large to keep
+//
+// A team with a single-table design keeps the records in its own table
+// instead: WithSortKey (a fixed value such as "idempotency#") or
+// WithSortKeyFunc (a value computed from the key) for a table with a string
+// sort key; WithKeyPrefix to give each service or action a prefix of its
+// own in the partition key; WithAttributeNames (and WithKeyAttribute,
+// WithTTLAttribute) to name every attribute as the table's conventions want.
+// Every read, write, condition and operator call then addresses an item by
+// its partition and sort key, and every attribute is named through
+// ExpressionAttributeNames, so DynamoDB's reserved words are valid names.
+// Stores with different prefixes or sort key values share a table without
+// seeing each other's records.
 //
 // # Time
 //

@@ -37,8 +37,11 @@ var (
 	// A write may or may not have happened; see the package documentation
 	// for why a retry is safe. Transient.
 	ErrUnavailable = errors.New("ddbstore: dynamodb unavailable")
-	// ErrKeyTooLarge: the key is empty or longer than DynamoDB's partition
-	// key limit (2048 bytes). Permanent; nothing was written.
+	// ErrKeyTooLarge: the key is empty, or the item's key does not fit
+	// DynamoDB's limits: the prefix (WithKeyPrefix) and the key together
+	// over the partition key's 2048 bytes, or a sort key value
+	// (WithSortKeyFunc) empty or over 1024 bytes. Permanent; nothing was
+	// written.
 	ErrKeyTooLarge = errors.New("ddbstore: key empty or too large")
 	// ErrItemTooLarge: a reservation's record would exceed the item size
 	// limit (see WithMaxItemSize). Permanent; nothing was written. A
@@ -48,8 +51,10 @@ var (
 	// (missing key or status, a number out of range, a result whose encoding
 	// is unknown or whose compressed body is damaged). Permanent.
 	ErrCorruptRecord = errors.New("ddbstore: corrupt record")
-	// ErrSchemaMismatch: CreateTable found an existing table whose key schema
-	// is not a single string hash key named as configured. Permanent.
+	// ErrSchemaMismatch: CreateTable or CheckTable found a table whose key
+	// schema is not the one the options describe: a string partition key
+	// named as configured and, with WithSortKey or WithSortKeyFunc, a string
+	// sort key named as configured, else none. Permanent.
 	ErrSchemaMismatch = errors.New("ddbstore: table key schema does not match")
 )
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -88,4 +90,35 @@ func ExampleItemSize() {
 	}
 	fmt.Println(ddbstore.ItemSize(item))
 	// Output: 1025
+}
+
+// A store on a single-table layout: the table's own key and TTL names, a
+// sort key, a prefix per service, and renamed attributes. Here a fake
+// client shows the item a reservation writes.
+func ExampleWithSortKey() {
+	client := &fakeAPI{}
+	store, err := ddbstore.New(client, "app",
+		ddbstore.WithKeyAttribute("PK"),
+		ddbstore.WithSortKey("SK", "idempotency#"),
+		ddbstore.WithKeyPrefix("orders#"),
+		ddbstore.WithTTLAttribute("ttl"),
+		ddbstore.WithAttributeNames(ddbstore.AttributeNames{Status: "idem_status", Result: "data"}),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	rec := core.Reserve("evt:0f8e2d:charge", "fp", "token-1", nil, t0, t0.Add(30*time.Second), time.Hour)
+	if err := store.Reserve(context.Background(), rec, nil, t0); err != nil {
+		log.Fatal(err)
+	}
+	item := client.puts[0].Item
+	for _, name := range []string{"PK", "SK", "idem_status"} {
+		fmt.Printf("%s = %s\n", name, item[name].(*types.AttributeValueMemberS).Value)
+	}
+	fmt.Println("attributes:", slices.Sorted(maps.Keys(item)))
+	// Output:
+	// PK = orders#evt:0f8e2d:charge
+	// SK = idempotency#
+	// idem_status = in_progress
+	// attributes: [PK SK attempts fingerprint idem_status lease_token lease_until_ms ttl updated_at_ms]
 }

@@ -21,14 +21,21 @@ import (
 // The SDK does not retry (RetryMaxAttempts 1).
 func TestConformanceFaults(t *testing.T) {
 	integration(t)
-	f := newFixture(t)
+	runFaults(t)
+}
+
+// runFaults runs storetest.RunFaults over stores configured with opts on a
+// table of their own.
+func runFaults(t *testing.T, opts ...ddbstore.Option) {
+	t.Helper()
+	f := newFixture(t, opts...)
 	if !atomicServer() {
 		t.Logf("%s does not apply conditional writes atomically under concurrency: each subtest's calls are serialized", server())
 	}
 	storetest.RunFaults(t, func(t *testing.T, faults *storetest.Faults) idem.Store {
 		rec := newRecorder()
 		rec.kit = faults
-		s, err := ddbstore.New(newClient(t, rec, 1), f.table)
+		s, err := ddbstore.New(newClient(t, rec, 1), f.table, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

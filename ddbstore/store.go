@@ -53,38 +53,22 @@ const (
 type Option func(*options) error
 
 type options struct {
-	keyAttr, ttlAttr string
-	compressAbove    int
-	maxItem          int
+	layout
+	compressAbove int
+	maxItem       int
 }
 
 func defaultOptions() options {
 	return options{
-		keyAttr:       DefaultKeyAttribute,
-		ttlAttr:       DefaultTTLAttribute,
+		layout:        layout{keyAttr: DefaultKeyAttribute, ttlAttr: DefaultTTLAttribute},
 		compressAbove: DefaultCompressionThreshold,
 		maxItem:       DefaultMaxItemSize,
 	}
 }
 
-var fixedAttrs = []string{AttrStatus, AttrFingerprint, AttrLeaseToken, AttrLeaseUntil, AttrAttempts,
-	AttrRetryable, AttrError, AttrResult, AttrResultEncoding, AttrResultOmitted, AttrUpdatedAt}
-
-func checkAttrName(what, name string) error {
-	if name == "" || len(name) > 255 {
-		return fmt.Errorf("ddbstore: %s attribute name %q must be 1 to 255 bytes", what, name)
-	}
-	for _, f := range fixedAttrs {
-		if name == f {
-			return fmt.Errorf("ddbstore: %s attribute name %q is used by the record", what, name)
-		}
-	}
-	return nil
-}
-
 // WithKeyAttribute sets the name of the table's partition key attribute, a
-// string (default DefaultKeyAttribute). It must not be one of the record's
-// fixed attribute names (AttrStatus...).
+// string (default DefaultKeyAttribute). It must differ from the record's
+// other attribute names (see WithAttributeNames).
 func WithKeyAttribute(name string) Option {
 	return func(o *options) error {
 		if err := checkAttrName("key", name); err != nil {
@@ -96,8 +80,9 @@ func WithKeyAttribute(name string) Option {
 }
 
 // WithTTLAttribute sets the name of the TTL attribute, a number of epoch
-// seconds (default DefaultTTLAttribute). It must not be one of the record's
-// fixed attribute names.
+// seconds (default DefaultTTLAttribute). It must differ from the record's
+// other attribute names. A table has one TTL attribute: a table shared with
+// other items (a single-table design) names the store's after it.
 func WithTTLAttribute(name string) Option {
 	return func(o *options) error {
 		if err := checkAttrName("TTL", name); err != nil {
@@ -144,8 +129,8 @@ func buildOptions(opts []Option) (options, error) {
 			return options{}, err
 		}
 	}
-	if o.keyAttr == o.ttlAttr {
-		return options{}, fmt.Errorf("ddbstore: key and TTL attributes are both named %q", o.keyAttr)
+	if err := o.checkLayout(); err != nil {
+		return options{}, err
 	}
 	return o, nil
 }
@@ -164,8 +149,10 @@ var _ idem.Store = (*Store)(nil)
 var _ idem.ErrorClassifier = (*Store)(nil)
 
 // New returns a Store on table through client, configured by opts. The table
-// must exist with a string partition key named as configured and no sort key
-// (see CreateTable). New makes no calls. A bad option is an error.
+// must exist with the key schema the options describe: a string partition
+// key named as configured and, with WithSortKey or WithSortKeyFunc, a string
+// sort key, else none (see CreateTable and CheckTable). New makes no calls.
+// A bad option is an error.
 func New(client API, table string, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("ddbstore: nil client")
@@ -183,15 +170,9 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 // Table returns the name of the store's table.
 func (s *Store) Table() string { return s.table }
 
-func (s *Store) keyOf(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{s.keyAttr: &types.AttributeValueMemberS{Value: key}}
-}
-
 func (s *Store) fail(op string, sentinel error, format string, args ...any) error {
 	return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
 }
-
-func checkKey(key string) bool { return key != "" && len(key) <= maxKeyBytes }
 
 // Reserve implements idem.Store.Reserve with one conditional PutItem that
 // asks for the blocking item on failure (ReturnValuesOnConditionCheckFailure
@@ -213,8 +194,10 @@ func checkKey(key string) bool { return key != "" && len(key) <= maxKeyBytes }
 // (a timeout, a reset, a 5xx), one consistent GetItem checks for rec's own
 // token in the same way before the error is returned.
 //
-// A key longer than 2048 bytes or a record above the item size limit is a
-// permanent error wrapping ErrKeyTooLarge or ErrItemTooLarge.
+// A key whose item key does not fit DynamoDB's limits (the prefix and the
+// key over 2048 bytes, a sort key value empty or over 1024) or a record
+// above the item size limit is a permanent error wrapping ErrKeyTooLarge or
+// ErrItemTooLarge.
 func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
 	const op = "reserve"
 	if err := ctx.Err(); err != nil {
@@ -226,8 +209,8 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if rec.LeaseToken == "" {
 		return errors.New("ddbstore: reserve needs a lease token")
 	}
-	if !checkKey(rec.Key) {
-		return s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(rec.Key), maxKeyBytes)
+	if err := s.checkKey(op, rec.Key); err != nil {
+		return err
 	}
 	rec = normalize(rec)
 	rec.Result, rec.ResultOmitted = nil, false
@@ -269,7 +252,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Record, now time.Time) *dynamodb.PutItemInput {
 	// The first two branches are core.Record.Expired: past retention and
 	// not an in-progress record with a live lease.
-	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr, "#st": AttrStatus, "#lease": AttrLeaseUntil}
+	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr, "#st": s.names.Status, "#lease": s.names.LeaseUntil}
 	values := map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()),
 		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}}
 	cond := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"
@@ -284,11 +267,11 @@ func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Re
 			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms)"
 		case core.StatusFailed:
 			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #retry = :true)"
-			names["#retry"] = AttrRetryable
+			names["#retry"] = s.names.Retryable
 			values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
 		}
 		if prev.Status == core.StatusInProgress || prev.Status == core.StatusFailed {
-			names["#tok"] = AttrLeaseToken
+			names["#tok"] = s.names.LeaseToken
 			values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
 			values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
 		}
@@ -374,8 +357,8 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	if rec.Status != core.StatusSucceeded && rec.Status != core.StatusFailed {
 		return core.Record{}, fmt.Errorf("ddbstore: complete needs a succeeded or failed record, got %q", rec.Status)
 	}
-	if !checkKey(rec.Key) {
-		return core.Record{}, s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(rec.Key), maxKeyBytes)
+	if err := s.checkKey(op, rec.Key); err != nil {
+		return core.Record{}, err
 	}
 	rec = normalize(rec)
 	rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
@@ -387,7 +370,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 		TableName:                aws.String(s.table),
 		Item:                     item,
 		ConditionExpression:      aws.String(completeCondition),
-		ExpressionAttributeNames: map[string]string{"#st": AttrStatus, "#tok": AttrLeaseToken, "#exp": s.ttlAttr, "#lease": AttrLeaseUntil},
+		ExpressionAttributeNames: map[string]string{"#st": s.names.Status, "#tok": s.names.LeaseToken, "#exp": s.ttlAttr, "#lease": s.names.LeaseUntil},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)},
 			":tok":         &types.AttributeValueMemberS{Value: rec.LeaseToken},
@@ -443,8 +426,8 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record
 	if err := ctx.Err(); err != nil {
 		return core.Record{}, err
 	}
-	if !checkKey(key) {
-		return core.Record{}, s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(key), maxKeyBytes)
+	if err := s.checkKey(op, key); err != nil {
+		return core.Record{}, err
 	}
 	rec, found, err := s.read(ctx, op, key)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/idemgo/idem/core"
 )
 
 // TableAPI is the part of the DynamoDB client that CreateTable calls. A
@@ -44,11 +46,14 @@ type TableInfo struct {
 
 // CreateTable makes table ready for a Store configured with the same opts:
 // it creates it on-demand (PAY_PER_REQUEST) with a string partition key
-// named as configured and no sort key, unless it already exists with that
-// key schema; waits until it is ACTIVE; and enables Time to Live on the TTL
-// attribute, tolerating servers that do not implement the TTL API
+// named as configured and, with WithSortKey or WithSortKeyFunc, a string
+// sort key named as configured (else none), unless it already exists with
+// that key schema; waits until it is ACTIVE; and enables Time to Live on
+// the TTL attribute, tolerating servers that do not implement the TTL API
 // (UnknownOperationException). A table that exists with another key schema
-// is an error wrapping ErrSchemaMismatch. Calling it again is harmless.
+// is an error wrapping ErrSchemaMismatch (an existing table with TTL on
+// another attribute is reported by TableInfo.TTLEnabled). Calling it again
+// is harmless.
 //
 // Production tables are better made by infrastructure code (the SAM
 // template, the LocalStack init script); CreateTable is for tests, demos and
@@ -77,11 +82,12 @@ func CreateTable(ctx context.Context, client TableAPI, table string, opts ...Opt
 // and checks that an existing table has the expected key schema.
 func createAndWait(ctx context.Context, client TableAPI, table string, o options) (created bool, err error) {
 	const op = "create table"
+	defs, schema := o.keySchema()
 	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(o.keyAttr), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(o.keyAttr), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: defs,
+		KeySchema:            schema,
 	})
 	var inUse *types.ResourceInUseException
 	switch {
@@ -104,8 +110,9 @@ func createAndWait(ctx context.Context, client TableAPI, table string, o options
 	if err != nil {
 		return false, translateErr(op, table, err).err
 	}
-	if !created && !hashKeyOnly(desc.Table, o.keyAttr) {
-		return false, &Error{Op: op, Table: table, Err: fmt.Errorf("%w: want a single string hash key %q", ErrSchemaMismatch, o.keyAttr)}
+	if !created && !o.schemaMatches(desc.Table) {
+		return false, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: want %s, table has %s",
+			ErrSchemaMismatch, o.describeLayoutSchema(), describeSchema(desc.Table))})
 	}
 	return created, nil
 }
@@ -134,18 +141,6 @@ func enableTTL(ctx context.Context, client TableAPI, table, ttlAttr string) (boo
 		return false, err
 	}
 	return true, nil
-}
-
-func hashKeyOnly(t *types.TableDescription, keyAttr string) bool {
-	if t == nil || len(t.KeySchema) != 1 || t.KeySchema[0].KeyType != types.KeyTypeHash || aws.ToString(t.KeySchema[0].AttributeName) != keyAttr {
-		return false
-	}
-	for _, a := range t.AttributeDefinitions {
-		if aws.ToString(a.AttributeName) == keyAttr {
-			return a.AttributeType == types.ScalarAttributeTypeS
-		}
-	}
-	return false
 }
 
 // unknownOperation reports a server that does not implement the operation.

@@ -8,7 +8,8 @@ import (
 )
 
 // The batch engine: what every batch source (SQS, and the ordered sources
-// that come with lanes: FIFO message groups, stream shards) shares. It knows
+// that come with lanes: FIFO message groups, Kinesis and DynamoDB Streams
+// shards) shares. It knows
 // nothing of an event type: an adapter gives it one batchItem per record and
 // a function that processes record i, and maps the states it returns to the
 // source's partial-failure report.
@@ -141,4 +142,23 @@ func runItem(ctx context.Context, i int, lock *sync.Mutex, pol batchPolicy, proc
 		return itemFailed
 	}
 	return itemDone
+}
+
+// laneCheckpoints returns, for an ordered batch whose states runBatch
+// returned, the index of each lane's first record that is not done, in batch
+// order: the record a stream reports as its shard's checkpoint. Every record
+// of the lane before it is done; every one after it was skipped and comes
+// back with it when the source redelivers from the checkpoint. Lanes whose
+// records are all done have none.
+func laneCheckpoints(items []batchItem, states []itemState) []int {
+	stopped := map[string]bool{}
+	var out []int
+	for i, it := range items {
+		if states[i] == itemDone || stopped[it.lane] {
+			continue
+		}
+		stopped[it.lane] = true
+		out = append(out, i)
+	}
+	return out
 }

@@ -116,3 +116,61 @@ func TestBatchEngineBoundsAndSerialises(t *testing.T) {
 		}
 	}
 }
+
+func TestLaneCheckpoints(t *testing.T) {
+	d, f, s := itemDone, itemFailed, itemSkipped
+	lane := func(ls ...string) []batchItem {
+		items := make([]batchItem, len(ls))
+		for i, l := range ls {
+			items[i].lane = l
+		}
+		return items
+	}
+	for _, tc := range []struct {
+		name   string
+		items  []batchItem
+		states []itemState
+		want   []int
+	}{
+		{name: "all done", items: lane("a", "a"), states: []itemState{d, d}, want: nil},
+		{name: "the failed record, not the skipped ones after it", items: lane("a", "a", "a", "a"), states: []itemState{d, f, s, s}, want: []int{1}},
+		{name: "the first record failed", items: lane("a", "a"), states: []itemState{f, s}, want: []int{0}},
+		{name: "one per lane, in batch order", items: lane("a", "b", "b", "a", "b", "a"), states: []itemState{d, f, s, f, s, s}, want: []int{1, 3}},
+		{name: "a lane all done among stopped ones", items: lane("a", "b", "c", "b"), states: []itemState{f, d, f, d}, want: []int{0, 2}},
+		{name: "empty batch", want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := laneCheckpoints(tc.items, tc.states); !slices.Equal(got, tc.want) {
+				t.Errorf("laneCheckpoints = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBatchEngineOrderedLaneThenCheckpoint runs an ordered batch through the
+// engine and takes its checkpoints, as the stream adapters do: records of a
+// lane run strictly one after another, in batch order, and a failure's lane
+// reports that record only.
+func TestBatchEngineOrderedLaneThenCheckpoint(t *testing.T) {
+	items := []batchItem{{lane: "a"}, {lane: "b"}, {lane: "a"}, {lane: "a"}, {lane: "b"}, {lane: "a"}}
+	var mu sync.Mutex
+	var ran []int
+	states := runBatch(context.Background(), items, batchPolicy{concurrency: 2, ordered: true, now: time.Now}, func(ctx context.Context, i int) bool {
+		mu.Lock()
+		ran = append(ran, i)
+		mu.Unlock()
+		return i == 3
+	}, func(int, error) {})
+	var laneA []int
+	for _, i := range ran {
+		if items[i].lane == "a" {
+			laneA = append(laneA, i)
+		}
+	}
+	if !slices.Equal(laneA, []int{0, 2, 3}) {
+		t.Errorf("lane a ran %v, want [0 2 3]: in order, and nothing after its failure", laneA)
+	}
+	if got := laneCheckpoints(items, states); !slices.Equal(got, []int{3}) {
+		t.Errorf("checkpoints %v, want [3] (states %v)", got, states)
+	}
+}

@@ -13,6 +13,10 @@
 //
 //   - SQS: one idempotent operation per message of an SQS batch, failures
 //     reported as batchItemFailures (ReportBatchItemFailures).
+//   - Kinesis and DynamoDBStream: one idempotent operation per record of
+//     a Kinesis Data Streams or DynamoDB Streams batch, each shard in order;
+//     the shard's first record that must be retried is reported as its
+//     checkpoint (ReportBatchItemFailures).
 //   - RESTAPI, HTTPAPI, FunctionURL and ALB: API Gateway REST APIs, HTTP
 //     APIs, Lambda function URLs and Application Load Balancer target
 //     groups, keyed by the Idempotency-Key header. The handler answers its
@@ -28,8 +32,10 @@
 // middle of a handler therefore blocks its key only until shortly after its
 // own timeout; a redelivery after that takes the key over.
 //
-// Keys: SQS and Typed users name the event's identity (a body field, a
-// message attribute, the FIFO deduplication id, the message id); EventKey
+// Keys: SQS, stream and Typed users name the event's identity (a body
+// field, a message attribute, the FIFO deduplication id, the message id; a
+// Kinesis record's data field, partition key or sequence number; a DynamoDB
+// Streams record's item keys, event id or NewImage attribute); EventKey
 // turns it and the action name into a stored key, hashed with
 // core.DeriveKey so that no user data sits in the table's key. The HTTP
 // wrappers hash the Idempotency-Key header together with the caller's
@@ -39,8 +45,8 @@
 // its call's stored key with StoredKey, to derive the ids it writes and the
 // keys it passes downstream.
 //
-// Decisions are logged with log/slog (WithLogger), one record per message or
-// request, with the key hashed by idem.HashKey.
+// Decisions are logged with log/slog (WithLogger), one record per message,
+// stream record or request, with the key hashed by idem.HashKey.
 //
 // What it does not promise: a handler that crashes after its side effect
 // and before its outcome is recorded runs again once its lease ends. Make

@@ -193,3 +193,108 @@ func ExampleTyped() {
 	// Output:
 	// re_1 re_1 1 true
 }
+
+// A Kinesis consumer that books one payment per PaymentCaptured event, keyed
+// by the payment_id field of the record's data. A record that fails
+// transiently stops its shard: its sequence number is the checkpoint Lambda
+// retries from, and the records after it wait for it.
+func ExampleKinesis() {
+	runner, err := idem.New(memstore.New(), idem.WithRetry(1, 0, 0))
+	if err != nil {
+		panic(err)
+	}
+	booked := []string{}
+	ledgerDown := true
+	handle, err := idemlambda.Kinesis(runner, "book-payment", idemlambda.KinesisKeyFromDataField("payment_id"),
+		func(ctx context.Context, rec events.KinesisEventRecord) ([]byte, error) {
+			var ev struct {
+				PaymentID string `json:"payment_id"`
+			}
+			if err := json.Unmarshal(rec.Kinesis.Data, &ev); err != nil {
+				return nil, err // permanent: acknowledged and logged
+			}
+			if ev.PaymentID == "pay-3" && ledgerDown {
+				return nil, core.MarkTransient(errors.New("ledger busy")) // the shard's checkpoint
+			}
+			booked = append(booked, ev.PaymentID) // records of a shard run one at a time
+			return nil, nil
+		})
+	if err != nil {
+		panic(err)
+	}
+	rec := func(seq, data string) events.KinesisEventRecord {
+		return events.KinesisEventRecord{
+			EventID: "shardId-000000000000:" + seq, EventSourceArn: "arn:aws:kinesis:eu-west-1:123456789012:stream/payments",
+			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: "p", Data: []byte(data)},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // Lambda sets the deadline
+	defer cancel()
+
+	batch := []events.KinesisEventRecord{
+		rec("101", `{"payment_id":"pay-1"}`),
+		rec("102", `{"payment_id":"pay-2"}`),
+		rec("103", `{"payment_id":"pay-3"}`), // fails transiently
+		rec("104", `{"payment_id":"pay-4"}`),
+	}
+	resp, _ := handle(ctx, events.KinesisEvent{Records: batch})
+	fmt.Println("checkpoint:", resp.BatchItemFailures)
+	ledgerDown = false
+	resp, _ = handle(ctx, events.KinesisEvent{Records: batch}) // the whole batch again (a bisection or a retry)
+	fmt.Println("checkpoint:", resp.BatchItemFailures)
+	fmt.Println("booked:", booked)
+	// Output:
+	// checkpoint: [{103}]
+	// checkpoint: []
+	// booked: [pay-1 pay-2 pay-3 pay-4]
+}
+
+// A DynamoDB Streams consumer that sends one welcome mail per new customer,
+// keyed by the item's keys: a record redelivered, or the same item seen
+// again, replays instead of mailing twice.
+func ExampleDynamoDBStream() {
+	runner, err := idem.New(memstore.New())
+	if err != nil {
+		panic(err)
+	}
+	mails := 0
+	handle, err := idemlambda.DynamoDBStream(runner, "welcome-mail", idemlambda.DynamoDBKeyFromItemKeys(),
+		func(ctx context.Context, rec events.DynamoDBEventRecord) ([]byte, error) {
+			if rec.EventName != "INSERT" {
+				return nil, nil
+			}
+			mails++ // send the mail, with the call's stored key as the mail API's idempotency key
+			return json.Marshal(map[string]string{"mailed": rec.Change.NewImage["email"].String()})
+		})
+	if err != nil {
+		panic(err)
+	}
+	insert := func(eventID, seq, customer string) events.DynamoDBEventRecord {
+		return events.DynamoDBEventRecord{
+			EventID: eventID, EventName: "INSERT",
+			EventSourceArn: "arn:aws:dynamodb:eu-west-1:123456789012:table/customers/stream/2030-01-01T00:00:00.000",
+			Change: events.DynamoDBStreamRecord{
+				SequenceNumber: seq,
+				Keys:           map[string]events.DynamoDBAttributeValue{"customer_id": events.NewStringAttribute(customer)},
+				NewImage: map[string]events.DynamoDBAttributeValue{
+					"customer_id": events.NewStringAttribute(customer),
+					"email":       events.NewStringAttribute(customer + "@example.com"),
+				},
+			},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, batch := range [][]events.DynamoDBEventRecord{
+		{insert("e1", "100", "c-1"), insert("e2", "200", "c-2")},
+		{insert("e2", "200", "c-2"), insert("e3", "300", "c-3")}, // c-2 redelivered
+	} {
+		resp, _ := handle(ctx, events.DynamoDBEvent{Records: batch})
+		fmt.Println("checkpoint:", resp.BatchItemFailures)
+	}
+	fmt.Println("mails sent:", mails)
+	// Output:
+	// checkpoint: []
+	// checkpoint: []
+	// mails sent: 3
+}

@@ -13,11 +13,13 @@ import (
 // Defaults of the wrappers' options.
 const (
 	// DefaultConcurrency is how many messages of a standard queue's batch
-	// (or how many message groups of a FIFO queue's batch) run at once.
+	// (or how many message groups of a FIFO queue's batch, or shards of a
+	// stream's batch) run at once.
 	DefaultConcurrency = 10
 	// DefaultSafetyMargin is the least time before the invocation's
-	// deadline that the SQS wrapper needs to start another message; below
-	// it, the remaining messages are reported for redelivery unstarted.
+	// deadline that a batch wrapper needs to start another message or
+	// record; below it, the remaining ones are reported for redelivery
+	// unstarted.
 	DefaultSafetyMargin = 2 * time.Second
 )
 
@@ -25,7 +27,8 @@ const (
 // BatchOption and an HTTPOption, so it can be given to any constructor.
 type Option func(*config) error
 
-// BatchOption configures the batch wrappers (SQS): an Option, or one of
+// BatchOption configures the batch wrappers (SQS, Kinesis, DynamoDBStream):
+// an Option, or one of
 // WithConcurrency, WithSafetyMargin and WithPermanentFailuresToDLQ. Giving a
 // batch option to another wrapper does not compile.
 type BatchOption interface {
@@ -92,9 +95,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithClock sets the clock the wrapper reads for its own decisions: the
-// time left before the deadline (SQS) and the Retry-After of a 409 (HTTP).
-// Default time.Now; give the runner the same clock. Applies to every
-// wrapper.
+// time left before the deadline (batch wrappers) and the Retry-After of a
+// 409 (HTTP). Default time.Now; give the runner the same clock. Applies to
+// every wrapper.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
@@ -106,8 +109,9 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithConcurrency bounds how many messages of a standard queue's batch, or
-// how many message groups of a FIFO queue's batch, are processed at once
-// (at least 1; default DefaultConcurrency). SQS only.
+// how many message groups of a FIFO queue's batch or shards of a stream's
+// batch, are processed at once (at least 1; default DefaultConcurrency).
+// Batch wrappers only.
 func WithConcurrency(n int) BatchOption {
 	return batchOption(func(c *config) error {
 		if n < 1 {
@@ -119,10 +123,11 @@ func WithConcurrency(n int) BatchOption {
 }
 
 // WithSafetyMargin sets the least time left before the invocation's
-// deadline for the SQS wrapper to start another message (not negative;
-// default DefaultSafetyMargin). Messages not started for lack of time are
-// reported for redelivery. Set it to about the longest time one message
-// takes. SQS only.
+// deadline for a batch wrapper to start another message or record (not
+// negative; default DefaultSafetyMargin). Messages not started for lack of
+// time are reported for redelivery; in a stream, the first record not
+// started is its shard's checkpoint. Set it to about the longest time one
+// message takes. Batch wrappers only.
 func WithSafetyMargin(d time.Duration) BatchOption {
 	return batchOption(func(c *config) error {
 		if d < 0 {
@@ -139,7 +144,13 @@ func WithSafetyMargin(d time.Duration) BatchOption {
 // so that SQS redelivers them until the queue's redrive policy moves them to
 // its dead-letter queue. Without it they are acknowledged (deleted) and only
 // logged. Use it only on a queue that has a redrive policy, or the message
-// is redelivered until its retention ends. SQS only.
+// is redelivered until its retention ends. In a stream (Kinesis,
+// DynamoDBStream), a reported permanent failure is its shard's checkpoint:
+// the shard waits on it (each retry replays the stored failure) until the
+// event source mapping's MaximumRetryAttempts or MaximumRecordAgeInSeconds
+// gives up and its on-failure destination receives the batch's position;
+// set both, or the shard waits until the record expires. Batch wrappers
+// only.
 func WithPermanentFailuresToDLQ() BatchOption {
 	return batchOption(func(c *config) error {
 		c.toDLQ = true

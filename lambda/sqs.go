@@ -54,15 +54,22 @@ func (s KeySource) String() string { return s.name }
 // EventID returns the event identity of msg, or an error wrapping
 // ErrMissingKey.
 func (s KeySource) EventID(msg events.SQSMessage) (string, error) {
-	if s.get == nil {
-		return "", fmt.Errorf("%w: zero KeySource", ErrMissingKey)
+	return sourceEventID(s.name, s.get, msg)
+}
+
+// sourceEventID is the event identity that a key source named name finds
+// in ev with get, for every event type: a zero source (nil get) and an empty
+// identity are errors wrapping ErrMissingKey.
+func sourceEventID[E any](name string, get func(E) (string, error), ev E) (string, error) {
+	if get == nil {
+		return "", fmt.Errorf("%w: zero key source", ErrMissingKey)
 	}
-	id, err := s.get(msg)
+	id, err := get(ev)
 	if err != nil {
 		return "", err
 	}
 	if id == "" {
-		return "", fmt.Errorf("%w: %s is empty", ErrMissingKey, s.name)
+		return "", fmt.Errorf("%w: %s is empty", ErrMissingKey, name)
 	}
 	return id, nil
 }
@@ -79,17 +86,18 @@ func KeyFromBodyField(path string) KeySource {
 		if path == "" {
 			return "", fmt.Errorf("%w: empty body field path", ErrMissingKey)
 		}
-		return jsonField([]byte(m.Body), parts)
+		return jsonField("body", []byte(m.Body), parts)
 	}}
 }
 
-// jsonField returns the string or number at the dotted path in doc.
-func jsonField(doc []byte, path []string) (string, error) {
+// jsonField returns the string or number at the dotted path in doc, which
+// errors call what (the body, the data).
+func jsonField(what string, doc []byte, path []string) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return "", fmt.Errorf("%w: body is not JSON: %v", ErrMissingKey, err)
+		return "", fmt.Errorf("%w: %s is not JSON: %v", ErrMissingKey, what, err)
 	}
 	for i, p := range path {
 		obj, ok := v.(map[string]any)
@@ -97,19 +105,19 @@ func jsonField(doc []byte, path []string) (string, error) {
 			return "", fmt.Errorf("%w: %q is not a JSON object", ErrMissingKey, strings.Join(path[:i], "."))
 		}
 		if v, ok = obj[p]; !ok {
-			return "", fmt.Errorf("%w: body has no field %q", ErrMissingKey, strings.Join(path[:i+1], "."))
+			return "", fmt.Errorf("%w: %s has no field %q", ErrMissingKey, what, strings.Join(path[:i+1], "."))
 		}
 	}
 	switch t := v.(type) {
 	case string:
 		if t == "" {
-			return "", fmt.Errorf("%w: body field %q is empty", ErrMissingKey, strings.Join(path, "."))
+			return "", fmt.Errorf("%w: %s field %q is empty", ErrMissingKey, what, strings.Join(path, "."))
 		}
 		return t, nil
 	case json.Number:
 		return t.String(), nil
 	}
-	return "", fmt.Errorf("%w: body field %q is %s, want a string or a number", ErrMissingKey, strings.Join(path, "."), jsonKind(v))
+	return "", fmt.Errorf("%w: %s field %q is %s, want a string or a number", ErrMissingKey, what, strings.Join(path, "."), jsonKind(v))
 }
 
 func jsonKind(v any) string {

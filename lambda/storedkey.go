@@ -12,13 +12,13 @@ func withStoredKey(ctx context.Context, key string) context.Context {
 }
 
 // StoredKey returns the stored key of the call whose handler was given ctx
-// (by SQS, RESTAPI, HTTPAPI, FunctionURL, ALB or Typed): ok is false
-// outside such a handler, and in an HTTP handler run unkeyed
-// (WithOptionalKey). The key is the same on every run of one request or
-// event, so a handler can derive from it the ids of what it creates and the
-// idempotency keys it passes downstream: a run repeated after a failure
-// then writes the same items instead of new ones. Hash it before use (it is
-// a key, not an id to show).
+// (by SQS, Kinesis, DynamoDBStream, RESTAPI, HTTPAPI, FunctionURL, ALB or
+// Typed): ok is false outside such a handler, and in an HTTP handler run
+// unkeyed (WithOptionalKey). The key is the same on every run of one
+// request or event, so a handler can derive from it the ids of what it
+// creates and the idempotency keys it passes downstream: a run repeated
+// after a failure then writes the same items instead of new ones. Hash it
+// before use (it is a key, not an id to show).
 func StoredKey(ctx context.Context) (key string, ok bool) {
 	return httprule.StoredKey(ctx)
 }

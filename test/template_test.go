@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"go/build"
 	"os"
@@ -142,6 +143,14 @@ var functions = []function{
 			"!GetAtt LedgerTable.Arn":      {"dynamodb:PutItem"},
 		},
 	},
+	{
+		resource: "OrdersStreamFunction", pkg: "examples/orders/cmd/orders-stream", env: orders.StreamEnv,
+		envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable", orders.EnvAuditTable: "!Ref AuditTable"},
+		grants: map[string][]string{
+			"!GetAtt IdempotencyTable.Arn": {"dynamodb:GetItem", "dynamodb:PutItem"},
+			"!GetAtt AuditTable.Arn":       {"dynamodb:PutItem"},
+		},
+	},
 }
 
 func TestTemplateTransform(t *testing.T) {
@@ -169,6 +178,7 @@ func TestTemplateTables(t *testing.T) {
 		{"IdempotencyTable", ddbstore.DefaultKeyAttribute, ddbstore.DefaultTTLAttribute},
 		{"OrdersTable", orders.OrdersKeyAttr, ""},
 		{"LedgerTable", orders.LedgerKeyAttr, ""},
+		{"AuditTable", orders.AuditKeyAttr, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.resource, func(t *testing.T) {
@@ -312,5 +322,57 @@ func TestTemplateEvents(t *testing.T) {
 	timeout, err2 := strconv.Atoi(res.get(t, "OrdersConsumerFunction.Properties.Timeout").str(t))
 	if err != nil || err2 != nil || vis < 6*timeout {
 		t.Errorf("queue VisibilityTimeout %d is below 6 x the consumer's Timeout %d", vis, timeout)
+	}
+}
+
+// TestTemplateOrdersStream: orders-stream reads the orders table's stream
+// with the settings its checkpoints need: the stream carries the new image
+// (the audit entry and the item keys come from it), failures are reported
+// per record, a batch is bisected around a failure, retries are bounded and
+// what is given up goes to a queue, and only INSERT records are delivered
+// (under item keys, a later change of an order would be a reused key).
+func TestTemplateOrdersStream(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	res := tpl.get(t, "Resources")
+	if got := res.get(t, "OrdersTable.Properties.StreamSpecification.StreamViewType").str(t); got != "NEW_IMAGE" && got != "NEW_AND_OLD_IMAGES" {
+		t.Errorf("orders table StreamViewType = %q, want one with the new image", got)
+	}
+	ev := res.get(t, "OrdersStreamFunction.Properties.Events.OrdersStream")
+	if got := ev.get(t, "Type").str(t); got != "DynamoDB" {
+		t.Fatalf("orders-stream event Type = %q", got)
+	}
+	p := ev.get(t, "Properties")
+	if got := p.get(t, "Stream").ref(); got != "!GetAtt OrdersTable.StreamArn" {
+		t.Errorf("Stream = %q, want the orders table's stream", got)
+	}
+	if got := p.get(t, "FunctionResponseTypes").strs(t); !slices.Equal(got, []string{"ReportBatchItemFailures"}) {
+		t.Errorf("FunctionResponseTypes = %v: without ReportBatchItemFailures, Lambda ignores the checkpoint and retries the whole batch", got)
+	}
+	if got := p.get(t, "BisectBatchOnFunctionError").str(t); got != "true" {
+		t.Errorf("BisectBatchOnFunctionError = %q, want true", got)
+	}
+	if n, err := strconv.Atoi(p.get(t, "MaximumRetryAttempts").str(t)); err != nil || n < 1 {
+		t.Errorf("MaximumRetryAttempts = %v, %v: want a bound, or a poison record blocks its shard until it expires", n, err)
+	}
+	if got := p.get(t, "StartingPosition").str(t); got != "TRIM_HORIZON" && got != "LATEST" {
+		t.Errorf("StartingPosition = %q", got)
+	}
+	onFailure := p.get(t, "DestinationConfig.OnFailure")
+	if got := onFailure.get(t, "Destination").ref(); got != "!GetAtt OrdersStreamFailureQueue.Arn" {
+		t.Errorf("OnFailure destination = %q", got)
+	}
+	if got := onFailure.get(t, "Type").str(t); got != "SQS" {
+		t.Errorf("OnFailure Type = %q, want SQS (SAM then grants sqs:SendMessage on it)", got)
+	}
+	if got := res.get(t, "OrdersStreamFailureQueue.Type").str(t); got != "AWS::SQS::Queue" {
+		t.Errorf("OrdersStreamFailureQueue Type = %q", got)
+	}
+	filters := p.get(t, "FilterCriteria.Filters").list(t)
+	if len(filters) != 1 {
+		t.Fatalf("%d filters, want 1", len(filters))
+	}
+	var pattern map[string][]string
+	if err := json.Unmarshal([]byte(filters[0].get(t, "Pattern").str(t)), &pattern); err != nil || !slices.Equal(pattern["eventName"], []string{"INSERT"}) || len(pattern) != 1 {
+		t.Errorf("filter pattern = %v, %v; want eventName INSERT only", pattern, err)
 	}
 }

@@ -15,6 +15,10 @@ import (
 // has a region and credentials, checks the table's key schema, and returns
 // the store on the table.
 func (c *cli) open(ctx context.Context, o *common) (*ddbstore.Store, error) {
+	storeOpts, err := o.layout.options()
+	if err != nil {
+		return nil, err
+	}
 	var loadOpts []func(*config.LoadOptions) error
 	if o.profile != "" {
 		loadOpts = append(loadOpts, config.WithSharedConfigProfile(o.profile))
@@ -37,7 +41,6 @@ func (c *cli) open(ctx context.Context, o *common) (*ddbstore.Store, error) {
 			do.BaseEndpoint = aws.String(o.endpoint)
 		}
 	})
-	storeOpts := []ddbstore.Option{ddbstore.WithKeyAttribute(o.keyAttr), ddbstore.WithTTLAttribute(o.ttlAttr)}
 	store, err := ddbstore.New(client, o.table, storeOpts...)
 	if err != nil {
 		return nil, usageError{err.Error()}

@@ -12,9 +12,14 @@
 //	idem release --table T (key flags as for inspect) [--fence F] [--yes] [--force]
 //	idem stats   --table T [--next TOKEN] [--max-rcu N]
 //
-// Every command takes --table (or IDEM_TABLE), --key-attr and --ttl-attr
-// (the store's WithKeyAttribute and WithTTLAttribute), --profile, --region
-// and --endpoint-url, and --json for output to scripts instead of tables.
+// Every command takes --table (or IDEM_TABLE); the flags of the table's
+// layout, which must be the store's: --key-attr and --ttl-attr
+// (WithKeyAttribute, WithTTLAttribute), --sort-key and --sort-key-value
+// (WithSortKey; a value with {key} in it stands for a WithSortKeyFunc that
+// puts the key there), --key-prefix (WithKeyPrefix; keys are given without
+// it) and --attr default=name, repeated (WithAttributeNames); --profile,
+// --region and --endpoint-url; and --json for output to scripts instead of
+// tables.
 // AWS configuration is the SDK's own (config.LoadDefaultConfig): profiles,
 // AWS_REGION, credentials, AWS_ENDPOINT_URL_DYNAMODB.
 //

@@ -96,7 +96,7 @@ func explain(err error) (int, string) {
 	case errors.Is(err, ddbstore.ErrTableNotFound):
 		return exitNoTable, table + " not found (or not ACTIVE): check --table, --region, --profile and the endpoint"
 	case errors.Is(err, ddbstore.ErrSchemaMismatch):
-		return exitSchema, table + " does not have the store's key schema: pass --key-attr with the name of its partition key, or check --table"
+		return exitSchema, table + " does not have the store's key schema: pass --key-attr (and --sort-key) as the store is configured, or check --table"
 	case errors.Is(err, ddbstore.ErrAccessDenied):
 		return exitDenied, "access denied to " + table + ": the credentials need dynamodb:DescribeTable, GetItem, Scan and (for release) DeleteItem on it"
 	case errors.Is(err, ddbstore.ErrThrottled):

@@ -10,8 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/idemgo/idem/ddbstore"
 )
 
 func main() {
@@ -80,10 +78,12 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-// common are the flags of every command: the table, the store's attribute
-// names, the AWS configuration and the output format.
+// common are the flags of every command: the table, the store's layout
+// (attribute names, sort key, key prefix), the AWS configuration and the
+// output format.
 type common struct {
-	table, keyAttr, ttlAttr   string
+	table                     string
+	layout                    layoutFlags
 	profile, region, endpoint string
 	json                      bool
 	fs                        *flag.FlagSet
@@ -96,8 +96,7 @@ func (c *cli) flags(name, synopsis string) *common {
 	fs.SetOutput(io.Discard) // parse errors are reported once, by fail
 	o := &common{fs: fs, name: name, stderr: c.stderr}
 	fs.StringVar(&o.table, "table", os.Getenv("IDEM_TABLE"), "the idempotency `table` (or set IDEM_TABLE)")
-	fs.StringVar(&o.keyAttr, "key-attr", ddbstore.DefaultKeyAttribute, "the table's partition key `attribute` (ddbstore.WithKeyAttribute)")
-	fs.StringVar(&o.ttlAttr, "ttl-attr", ddbstore.DefaultTTLAttribute, "the TTL `attribute` (ddbstore.WithTTLAttribute)")
+	o.layout.register(fs)
 	fs.StringVar(&o.profile, "profile", "", "AWS shared config `profile` (default $AWS_PROFILE or default)")
 	fs.StringVar(&o.region, "region", "", "AWS `region` (default $AWS_REGION or the profile's)")
 	fs.StringVar(&o.endpoint, "endpoint-url", "", "DynamoDB endpoint `URL` (default $AWS_ENDPOINT_URL_DYNAMODB, $AWS_ENDPOINT_URL or AWS's)")

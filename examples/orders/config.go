@@ -14,6 +14,8 @@ const (
 	EnvOrdersTable = "ORDERS_TABLE"
 	// EnvLedgerTable names the ledger table (orders-consumer; required).
 	EnvLedgerTable = "LEDGER_TABLE"
+	// EnvAuditTable names the audit table (orders-stream; required).
+	EnvAuditTable = "AUDIT_TABLE"
 	// EnvQueueURL is the URL of the orders queue that orders-api sends
 	// OrderPlaced messages to (orders-api; optional: when empty, no message
 	// is sent and a warning is logged at start).
@@ -22,12 +24,12 @@ const (
 	// deadline, a Go duration such as "5s" (both; optional, default
 	// idem.DefaultLeaseMargin).
 	EnvLeaseMargin = "IDEM_LEASE_MARGIN"
-	// EnvSafetyMargin is the consumer's safety margin before the deadline
-	// (idemlambda.WithSafetyMargin), a Go duration (orders-consumer;
-	// optional, default idemlambda.DefaultSafetyMargin).
+	// EnvSafetyMargin is the consumers' safety margin before the deadline
+	// (idemlambda.WithSafetyMargin), a Go duration (orders-consumer and
+	// orders-stream; optional, default idemlambda.DefaultSafetyMargin).
 	EnvSafetyMargin = "IDEM_SAFETY_MARGIN"
-	// EnvTestHooks turns the test hooks on when "1" (both; optional; never
-	// set in production).
+	// EnvTestHooks turns the test hooks on when "1" (all functions;
+	// optional; never set in production).
 	EnvTestHooks = "ORDERS_TEST_HOOKS"
 )
 
@@ -45,6 +47,9 @@ var APIEnv = []EnvVar{{EnvIdemTable, true}, {EnvOrdersTable, true}, {EnvQueueURL
 // ConsumerEnv lists the environment variables orders-consumer reads.
 var ConsumerEnv = []EnvVar{{EnvIdemTable, true}, {EnvLedgerTable, true}, {EnvLeaseMargin, false}, {EnvSafetyMargin, false}, {EnvTestHooks, false}}
 
+// StreamEnv lists the environment variables orders-stream reads.
+var StreamEnv = []EnvVar{{EnvIdemTable, true}, {EnvAuditTable, true}, {EnvLeaseMargin, false}, {EnvSafetyMargin, false}, {EnvTestHooks, false}}
+
 // Key attributes of the example's own tables (the idempotency table's come
 // from ddbstore).
 const (
@@ -52,12 +57,17 @@ const (
 	OrdersKeyAttr = "order_id"
 	// LedgerKeyAttr is the ledger table's partition key (S).
 	LedgerKeyAttr = "entry_id"
+	// AuditKeyAttr is the audit table's partition key (S).
+	AuditKeyAttr = "audit_id"
 )
 
 // Action names, part of every stored key.
 const (
 	// LedgerAction is the consumer's action name (see idemlambda.EventKey).
 	LedgerAction = "append-ledger"
+	// AuditAction is orders-stream's action name, keyed with an order's
+	// item keys (see idemlambda.DynamoDBKeyFromItemKeys).
+	AuditAction = "audit-order-placed"
 )
 
 // Config is a function's configuration, read from the environment.
@@ -65,6 +75,7 @@ type Config struct {
 	IdemTable    string        // IdemTable is IDEM_TABLE.
 	OrdersTable  string        // OrdersTable is ORDERS_TABLE.
 	LedgerTable  string        // LedgerTable is LEDGER_TABLE.
+	AuditTable   string        // AuditTable is AUDIT_TABLE.
 	QueueURL     string        // QueueURL is ORDERS_QUEUE_URL (empty: send nothing).
 	LeaseMargin  time.Duration // LeaseMargin is IDEM_LEASE_MARGIN (zero: the runner's default).
 	SafetyMargin time.Duration // SafetyMargin is IDEM_SAFETY_MARGIN (negative: the wrapper's default).
@@ -91,6 +102,8 @@ func ConfigFromEnv(getenv func(string) string, vars []EnvVar) (Config, error) {
 			c.OrdersTable = val
 		case EnvLedgerTable:
 			c.LedgerTable = val
+		case EnvAuditTable:
+			c.AuditTable = val
 		case EnvQueueURL:
 			c.QueueURL = val
 		case EnvLeaseMargin:

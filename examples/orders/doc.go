@@ -19,15 +19,23 @@
 //     per real execution), keyed by the event's event_id. Permanent
 //     failures are reported for redelivery so that the queue's redrive
 //     policy moves them to its dead-letter queue.
+//   - orders-stream (cmd/orders-stream): consumes the orders table's
+//     DynamoDB stream and writes one audit entry per order placed (an INSERT
+//     record; a new random audit id per real execution), keyed by the
+//     order's item keys and the action AuditAction. A permanent failure is
+//     its shard's checkpoint: the event source mapping retries from it,
+//     bisects the batch and, past MaximumRetryAttempts, sends the batch's
+//     position to its on-failure destination (an SQS queue).
 //
 // A duplicate execution would show as an extra OrderPlaced message (the
-// API) or an extra ledger entry (the consumer, which writes each under a new
-// random id): the end-to-end tests (test/e2e) and the demo (cmd/demo) count
-// them to prove there is none.
+// API), an extra ledger entry (the consumer, which writes each under a new
+// random id) or an extra audit entry (orders-stream, likewise): the
+// end-to-end tests (test/e2e) and the demo (cmd/demo) count them to prove
+// there is none.
 //
 // The functions read their configuration from the environment variables
-// named by the Env* constants (APIEnv and ConsumerEnv list which function
-// reads which); template.yaml at the repository root sets them.
+// named by the Env* constants (APIEnv, ConsumerEnv and StreamEnv list which
+// function reads which); template.yaml at the repository root sets them.
 //
 // # Test hooks
 //
@@ -45,5 +53,12 @@
 //   - orders-consumer, body field "sleep_ms": N sleeps N milliseconds before
 //     writing the ledger entry, ignoring the deadline, while the message's
 //     ApproximateReceiveCount is 1 (so that a first delivery is killed by
-//     the timeout in the middle of the handler and a redelivery is not).
+//     the timeout in the middle of the handler and a redelivery is not);
+//   - orders-stream, NewImage attribute test_fail (S): "poison" fails
+//     permanently, "transient" transiently;
+//   - orders-stream, NewImage attribute test_sleep_until_ms (N): sleeps
+//     until that Unix time in milliseconds, ignoring the deadline, before
+//     writing the audit entry (so that an invocation is killed by its
+//     timeout in the middle of the handler, and a later one, past that
+//     time, is not).
 package orders

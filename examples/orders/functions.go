@@ -25,8 +25,8 @@ import (
 )
 
 // Deps are what the functions run on. The bootstraps fill them from the
-// environment (APIFromEnv, ConsumerFromEnv); the demo and the tests fill
-// them with in-memory parts.
+// environment (APIFromEnv, ConsumerFromEnv); the demo fills them with
+// clients of local servers, the tests with in-memory parts.
 type Deps struct {
 	// Store keeps the idempotency records (required).
 	Store idem.Store
@@ -34,13 +34,15 @@ type Deps struct {
 	Orders Orders
 	// Ledger keeps ledger entries (orders-consumer).
 	Ledger Ledger
+	// Audit keeps audit entries (orders-stream).
+	Audit Audit
 	// Publisher sends OrderPlaced messages (orders-api); nil sends none.
 	Publisher Publisher
 	// Logger receives the runner's and the wrapper's JSON logs (nil: none).
 	Logger *slog.Logger
 	// LeaseMargin is the runner's lease margin (zero: idem's default).
 	LeaseMargin time.Duration
-	// SafetyMargin is the consumer's safety margin (negative: the
+	// SafetyMargin is the consumers' safety margin (negative: the
 	// wrapper's default).
 	SafetyMargin time.Duration
 	// TestHooks turns the test hooks on.
@@ -173,9 +175,9 @@ func awsDeps(ctx context.Context, cfg Config, logger *slog.Logger) (Deps, error)
 	if err != nil {
 		return Deps{}, err
 	}
-	tables := DynamoTables{Client: db, OrdersTable: cfg.OrdersTable, LedgerTable: cfg.LedgerTable}
+	tables := DynamoTables{Client: db, OrdersTable: cfg.OrdersTable, LedgerTable: cfg.LedgerTable, AuditTable: cfg.AuditTable}
 	d := Deps{
-		Store: store, Orders: tables, Ledger: tables, Logger: logger,
+		Store: store, Orders: tables, Ledger: tables, Audit: tables, Logger: logger,
 		LeaseMargin: cfg.LeaseMargin, SafetyMargin: cfg.SafetyMargin, TestHooks: cfg.TestHooks,
 	}
 	if cfg.QueueURL != "" {

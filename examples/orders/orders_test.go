@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -43,13 +44,14 @@ type fixture struct {
 	queue  *orders.MemoryQueue
 	api    func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	cons   func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	stream func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{tables: &orders.MemoryTables{}, queue: &orders.MemoryQueue{}}
 	d := orders.Deps{
-		Store: memstore.New(), Orders: f.tables, Ledger: f.tables, Publisher: f.queue, TestHooks: true,
+		Store: memstore.New(), Orders: f.tables, Ledger: f.tables, Audit: f.tables, Publisher: f.queue, TestHooks: true,
 		SafetyMargin: -1, RunnerOptions: []idem.Option{idem.WithRetry(1, 0, 0)},
 	}
 	var err error
@@ -57,6 +59,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	if f.cons, err = orders.NewConsumer(d); err != nil {
+		t.Fatal(err)
+	}
+	if f.stream, err = orders.NewStream(d); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -265,5 +270,94 @@ func TestOrderID(t *testing.T) {
 	a, b := orders.OrderID("sha256:aa"), orders.OrderID("sha256:ab")
 	if a != orders.OrderID("sha256:aa") || a == b || len(a) != len("ord_")+16 || !strings.HasPrefix(a, "ord_") {
 		t.Errorf("OrderID: %q, %q", a, b)
+	}
+}
+
+const ordersStreamARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-01-01T00:00:00.000"
+
+// orderRecord returns the n-th record of the orders table's stream: a change
+// named name of the order orderID, its NewImage as orders-api writes it,
+// plus extra attributes (test hooks).
+func orderRecord(n int, name, orderID string, extra map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
+	img := map[string]events.DynamoDBAttributeValue{
+		orders.OrdersKeyAttr: events.NewStringAttribute(orderID),
+		"customer_id":        events.NewStringAttribute("c-1"),
+		"amount_cents":       events.NewNumberAttribute("2500"),
+		"items":              events.NewStringAttribute(`[{"sku":"book","qty":2,"price_cents":1250}]`),
+		"placed_at":          events.NewStringAttribute("2026-01-01T12:00:00Z"),
+	}
+	for k, v := range extra {
+		img[k] = v
+	}
+	return events.DynamoDBEventRecord{
+		EventID: fmt.Sprintf("%032x", n), EventName: name, EventSource: "aws:dynamodb", EventVersion: "1.1",
+		AWSRegion: "us-east-1", EventSourceArn: ordersStreamARN,
+		Change: events.DynamoDBStreamRecord{
+			Keys:           map[string]events.DynamoDBAttributeValue{orders.OrdersKeyAttr: events.NewStringAttribute(orderID)},
+			NewImage:       img,
+			SequenceNumber: fmt.Sprintf("%021d", 100+n),
+			StreamViewType: "NEW_IMAGE",
+		},
+	}
+}
+
+func TestStreamOneAuditEntryPerOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	poison := map[string]events.DynamoDBAttributeValue{"test_fail": events.NewStringAttribute("poison")}
+	batch := []events.DynamoDBEventRecord{
+		orderRecord(1, "INSERT", "ord_1", nil),
+		orderRecord(1, "INSERT", "ord_1", nil), // the same record twice
+		orderRecord(2, "INSERT", "ord_2", nil),
+		orderRecord(3, "MODIFY", "ord_1", nil), // not an order placed: dropped
+		orderRecord(4, "INSERT", "ord_3", poison),
+		orderRecord(5, "INSERT", "ord_4", nil),
+	}
+	seq := func(n int) []string { return []string{fmt.Sprintf("%021d", 100+n)} }
+	deliveries := []struct {
+		name string
+		recs []events.DynamoDBEventRecord
+		want []string
+	}{
+		{"the batch stops at the poison record", batch, seq(4)},
+		{"Lambda retries from the checkpoint: the failure replays", batch[4:], seq(4)},
+		{"a bisected half after the poison record", batch[5:], []string{}},
+		{"the whole batch again", batch, seq(4)},
+	}
+	for _, dv := range deliveries {
+		resp, err := f.stream(ctx(t), events.DynamoDBEvent{Records: dv.recs})
+		var got []string
+		for _, fl := range resp.BatchItemFailures {
+			got = append(got, fl.ItemIdentifier)
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(dv.want) {
+			t.Fatalf("%s: checkpoints %v, %v; want %v", dv.name, got, err, dv.want)
+		}
+	}
+	per := map[string]int{}
+	for _, e := range f.tables.AuditEntries() {
+		per[e.OrderID]++
+		if e.Event != "OrderPlaced" || e.CustomerID != "c-1" || e.AmountCents != 2500 {
+			t.Errorf("audit entry %+v", e)
+		}
+	}
+	if fmt.Sprint(per) != "map[ord_1:1 ord_2:1 ord_4:1]" {
+		t.Errorf("audit entries per order = %v, want one for each of ord_1, ord_2 and ord_4", per)
+	}
+}
+
+func TestStreamConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{orders.EnvIdemTable: "idem", orders.EnvSafetyMargin: "1s"}
+	if _, err := orders.ConfigFromEnv(func(k string) string { return env[k] }, orders.StreamEnv); err == nil || !strings.Contains(err.Error(), orders.EnvAuditTable) {
+		t.Errorf("missing AUDIT_TABLE: err = %v", err)
+	}
+	env[orders.EnvAuditTable] = "audit"
+	c, err := orders.ConfigFromEnv(func(k string) string { return env[k] }, orders.StreamEnv)
+	if err != nil || c.AuditTable != "audit" || c.SafetyMargin != time.Second {
+		t.Errorf("config %+v, %v", c, err)
+	}
+	if _, err := orders.NewStream(orders.Deps{Store: memstore.New()}); err == nil {
+		t.Error("NewStream without an audit table succeeded")
 	}
 }

@@ -45,6 +45,17 @@ type Entry struct {
 	RecordedAt  time.Time `json:"recorded_at"`  // RecordedAt is when the entry was written.
 }
 
+// AuditEntry is one item of the audit table: orders-stream's record of an
+// order placed, written once per order.
+type AuditEntry struct {
+	AuditID     string    `json:"audit_id"`     // AuditID is "aud_" and 16 random hex digits, new per execution.
+	OrderID     string    `json:"order_id"`     // OrderID is the order placed.
+	CustomerID  string    `json:"customer_id"`  // CustomerID is the ordering customer.
+	AmountCents int64     `json:"amount_cents"` // AmountCents is the order's amount.
+	Event       string    `json:"event"`        // Event is always "OrderPlaced".
+	RecordedAt  time.Time `json:"recorded_at"`  // RecordedAt is when the entry was written.
+}
+
 // OrderPlaced is the message orders-api sends for each order it creates,
 // and the body orders-consumer reads. EventID identifies the business event
 // (one per order): the consumer's idempotency key comes from it.
@@ -75,6 +86,12 @@ type Ledger interface {
 	Append(ctx context.Context, e Entry) error
 }
 
+// Audit stores audit entries. Implementations are safe for concurrent use.
+type Audit interface {
+	// AppendAudit writes a new entry; an existing audit id is an error.
+	AppendAudit(ctx context.Context, e AuditEntry) error
+}
+
 // Publisher sends OrderPlaced messages. Implementations are safe for
 // concurrent use.
 type Publisher interface {
@@ -88,12 +105,14 @@ type DynamoDBAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
-// DynamoTables keeps orders and ledger entries in DynamoDB tables whose
-// partition keys are OrdersKeyAttr and LedgerKeyAttr.
+// DynamoTables keeps orders, ledger entries and audit entries in DynamoDB
+// tables whose partition keys are OrdersKeyAttr, LedgerKeyAttr and
+// AuditKeyAttr.
 type DynamoTables struct {
 	Client      DynamoDBAPI // Client is a *dynamodb.Client in production.
 	OrdersTable string      // OrdersTable is the orders table's name.
 	LedgerTable string      // LedgerTable is the ledger table's name.
+	AuditTable  string      // AuditTable is the audit table's name.
 }
 
 // PutOrder implements Orders with a conditional PutItem; a failed condition
@@ -127,6 +146,18 @@ func (t DynamoTables) Append(ctx context.Context, e Entry) error {
 	})
 }
 
+// AppendAudit implements Audit with a conditional PutItem.
+func (t DynamoTables) AppendAudit(ctx context.Context, e AuditEntry) error {
+	return t.put(ctx, t.AuditTable, AuditKeyAttr, map[string]types.AttributeValue{
+		AuditKeyAttr:   &types.AttributeValueMemberS{Value: e.AuditID},
+		"order_id":     &types.AttributeValueMemberS{Value: e.OrderID},
+		"customer_id":  &types.AttributeValueMemberS{Value: e.CustomerID},
+		"amount_cents": &types.AttributeValueMemberN{Value: strconv.FormatInt(e.AmountCents, 10)},
+		"event":        &types.AttributeValueMemberS{Value: e.Event},
+		"recorded_at":  &types.AttributeValueMemberS{Value: e.RecordedAt.UTC().Format(time.RFC3339Nano)},
+	})
+}
+
 func (t DynamoTables) put(ctx context.Context, table, keyAttr string, item map[string]types.AttributeValue) error {
 	_, err := t.Client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(table),
@@ -140,12 +171,13 @@ func (t DynamoTables) put(ctx context.Context, table, keyAttr string, item map[s
 	return nil
 }
 
-// MemoryTables keeps orders and ledger entries in memory (demo and tests).
-// The zero value is ready; safe for concurrent use.
+// MemoryTables keeps orders, ledger entries and audit entries in memory
+// (tests). The zero value is ready; safe for concurrent use.
 type MemoryTables struct {
 	mu     sync.Mutex
 	orders map[string]Order
 	ledger map[string]Entry
+	audit  map[string]AuditEntry
 }
 
 // PutOrder implements Orders.
@@ -174,6 +206,32 @@ func (m *MemoryTables) Append(ctx context.Context, e Entry) error {
 	}
 	m.ledger[e.EntryID] = e
 	return nil
+}
+
+// AppendAudit implements Audit.
+func (m *MemoryTables) AppendAudit(ctx context.Context, e AuditEntry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.audit[e.AuditID]; ok {
+		return fmt.Errorf("orders: audit entry %s exists", e.AuditID)
+	}
+	if m.audit == nil {
+		m.audit = map[string]AuditEntry{}
+	}
+	m.audit[e.AuditID] = e
+	return nil
+}
+
+// AuditEntries returns the audit entries, sorted by id.
+func (m *MemoryTables) AuditEntries() []AuditEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]AuditEntry, 0, len(m.audit))
+	for _, e := range m.audit {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AuditID < out[j].AuditID })
+	return out
 }
 
 // Orders returns the stored orders, sorted by id.
@@ -232,9 +290,9 @@ func (p SQSPublisher) Publish(ctx context.Context, ev OrderPlaced) error {
 	return nil
 }
 
-// MemoryQueue is an in-memory stand-in for the orders queue (demo and
-// tests): Publish appends, Receive hands out SQS records. The zero value is
-// ready; safe for concurrent use.
+// MemoryQueue is an in-memory stand-in for the orders queue (tests):
+// Publish appends, Receive hands out SQS records. The zero value is ready;
+// safe for concurrent use.
 type MemoryQueue struct {
 	mu   sync.Mutex
 	msgs []OrderPlaced

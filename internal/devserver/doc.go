@@ -20,5 +20,6 @@
 // it runs: AWS_ENDPOINT_URL_DYNAMODB (the server's endpoint), AWS_REGION=us-east-1,
 // AWS_ACCESS_KEY_ID=test, AWS_SECRET_ACCESS_KEY=test, IDEM_DDB_SERVER (dynalite, moto or,
 // under `make test-localstack`, localstack), IDEM_RIE (path of aws-lambda-rie, when
-// installed) and, with -redis, IDEM_REDIS_ADDR (the Redis server's 127.0.0.1:PORT).
+// installed), with -sqs moto, AWS_ENDPOINT_URL_SQS (moto's endpoint, for SQS) and
+// IDEM_SQS_SERVER=moto, and, with -redis, IDEM_REDIS_ADDR (the Redis server's 127.0.0.1:PORT).
 package devserver

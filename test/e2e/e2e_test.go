@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,15 +40,24 @@ const (
 	queueARN    = "arn:aws:sqs:us-east-1:123456789012:orders"
 )
 
-// bootstraps are built once per test binary, for the host's architecture.
+// bootstraps are built once per test binary, for the host's architecture:
+// the example's functions, and a Kinesis consumer that exists for these
+// tests (testdata/kinesis-ledger).
 var (
-	buildOnce  sync.Once
-	buildErr   error
-	apiBin     string
-	albBin     string
-	consumeBin string
-	buildDir   string
+	buildOnce sync.Once
+	buildErr  error
+	bins      = map[string]string{} // function name → bootstrap
+	buildDir  string
 )
+
+// functionPkgs are the packages of the functions the tests run, by name.
+var functionPkgs = map[string]string{
+	"orders-api":      "./examples/orders/cmd/orders-api",
+	"orders-alb":      "./examples/orders/cmd/orders-alb",
+	"orders-consumer": "./examples/orders/cmd/orders-consumer",
+	"orders-stream":   "./examples/orders/cmd/orders-stream",
+	"kinesis-ledger":  "./test/e2e/testdata/kinesis-ledger",
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -89,16 +99,13 @@ func setup(t *testing.T) (rie string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		for _, b := range []struct {
-			pkg string
-			out *string
-		}{{"./examples/orders/cmd/orders-api", &apiBin}, {"./examples/orders/cmd/orders-alb", &albBin}, {"./examples/orders/cmd/orders-consumer", &consumeBin}} {
-			dir := filepath.Join(buildDir, filepath.Base(b.pkg))
+		for name, pkg := range functionPkgs {
+			dir := filepath.Join(buildDir, name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				buildErr = err
 				return
 			}
-			if *b.out, err = devserver.BuildBootstrap(ctx, root, b.pkg, dir); err != nil {
+			if bins[name], err = devserver.BuildBootstrap(ctx, root, pkg, dir); err != nil {
 				buildErr = err
 				return
 			}
@@ -117,6 +124,7 @@ type stack struct {
 	db                                  *dynamodb.Client
 	store                               *ddbstore.Store
 	idemTable, ordersTable, ledgerTable string
+	auditTable                          string
 	sqs                                 *fakeSQS
 }
 
@@ -129,11 +137,11 @@ func newStack(t *testing.T) *stack {
 	}
 	s := &stack{t: t, rie: rie, db: dynamodb.NewFromConfig(cfg)}
 	prefix := strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())) + "-" + orders.NewID("")[:8]
-	s.idemTable, s.ordersTable, s.ledgerTable = prefix+"-idem", prefix+"-orders", prefix+"-ledger"
+	s.idemTable, s.ordersTable, s.ledgerTable, s.auditTable = prefix+"-idem", prefix+"-orders", prefix+"-ledger", prefix+"-audit"
 	if _, err := ddbstore.CreateTable(ctx, s.db, s.idemTable); err != nil {
 		t.Fatal(err)
 	}
-	for table, key := range map[string]string{s.ordersTable: orders.OrdersKeyAttr, s.ledgerTable: orders.LedgerKeyAttr} {
+	for table, key := range map[string]string{s.ordersTable: orders.OrdersKeyAttr, s.ledgerTable: orders.LedgerKeyAttr, s.auditTable: orders.AuditKeyAttr} {
 		_, err := s.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 			TableName:            aws.String(table),
 			BillingMode:          types.BillingModePayPerRequest,
@@ -151,21 +159,34 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
-// start runs a function's bootstrap under its own RIE instance.
+// start runs a function's bootstrap under its own RIE instance, with a timeout of
+// functionTimeout seconds and the test hooks on.
 func (s *stack) start(name string) *devserver.RIE {
 	s.t.Helper()
-	bin := map[string]string{"orders-api": apiBin, "orders-alb": albBin, "orders-consumer": consumeBin}[name]
+	return s.startWith(name, functionTimeout, true)
+}
+
+// startWith runs a function's bootstrap under its own RIE instance with a timeout of
+// timeout seconds (AWS_LAMBDA_FUNCTION_TIMEOUT), the test hooks on or off. orders-api
+// sends its messages to the stack's fake SQS.
+func (s *stack) startWith(name string, timeout int, hooks bool) *devserver.RIE {
+	s.t.Helper()
+	bin, ok := bins[name]
+	if !ok {
+		s.t.Fatalf("no function %q", name)
+	}
 	r, err := devserver.StartRIE(s.t.Context(), s.rie, bin, []string{
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", functionTimeout),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", timeout),
 		"AWS_LAMBDA_FUNCTION_NAME=" + name,
 		orders.EnvIdemTable + "=" + s.idemTable,
 		orders.EnvOrdersTable + "=" + s.ordersTable,
 		orders.EnvLedgerTable + "=" + s.ledgerTable,
+		orders.EnvAuditTable + "=" + s.auditTable,
 		orders.EnvQueueURL + "=" + s.sqs.srv.URL + "/123456789012/orders",
 		"AWS_ENDPOINT_URL_SQS=" + s.sqs.srv.URL,
 		orders.EnvLeaseMargin + "=" + leaseMargin.String(),
 		orders.EnvSafetyMargin + "=500ms",
-		orders.EnvTestHooks + "=1",
+		orders.EnvTestHooks + "=" + strconv.FormatBool(hooks),
 	})
 	if err != nil {
 		s.t.Fatal(err)

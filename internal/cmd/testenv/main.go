@@ -1,7 +1,8 @@
 // Command testenv runs a command against local servers that it starts first and stops
-// afterwards: a DynamoDB-API server and, with -redis, a Redis server:
+// afterwards: a DynamoDB-API server, with -sqs moto an SQS-API server, and with -redis a
+// Redis server:
 //
-//	go run ./internal/cmd/testenv -server dynalite|moto|none [-redis] [-log FILE] -- COMMAND [ARG...]
+//	go run ./internal/cmd/testenv -server dynalite|moto|none [-sqs moto|none] [-redis] [-log FILE] -- COMMAND [ARG...]
 //
 // It starts the servers with internal/devserver on free ports of 127.0.0.1 and runs COMMAND
 // with this process's environment plus, for the DynamoDB-API server (not with -server none):
@@ -12,6 +13,13 @@
 //	AWS_SECRET_ACCESS_KEY      test
 //	IDEM_DDB_SERVER            dynalite or moto
 //
+// for the SQS-API server (with -sqs moto; moto serves both APIs, so -server moto -sqs moto
+// starts one server):
+//
+//	AWS_ENDPOINT_URL_SQS       the server's endpoint, http://127.0.0.1:PORT
+//	IDEM_SQS_SERVER            moto
+//	AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY as above
+//
 // and in every case:
 //
 //	IDEM_RIE                   <repo>/.cache/bin/aws-lambda-rie, when that file exists
@@ -21,7 +29,8 @@
 // SIGINT and SIGTERM are forwarded to COMMAND. The servers are stopped by their PIDs whatever
 // happens, and testenv exits with COMMAND's exit code (128+N when a signal N ended it).
 // When COMMAND fails, the end of each server's output is printed to stderr; -log FILE writes
-// all of the DynamoDB-API server's output (or, with -server none, Redis's) to FILE.
+// all of the first server's output (the DynamoDB-API server's; with -server none, the SQS
+// server's or else Redis's) to FILE.
 package main
 
 import (
@@ -45,11 +54,12 @@ func main() {
 
 func run() int {
 	server := flag.String("server", "dynalite", "DynamoDB-API server to start: dynalite, moto or none")
+	sqsServer := flag.String("sqs", "none", "SQS-API server to start: moto or none (exports AWS_ENDPOINT_URL_SQS)")
 	withRedis := flag.Bool("redis", false, "also start a Redis server and export IDEM_REDIS_ADDR")
 	logFile := flag.String("log", "", "write the server's whole output to this file when it stops")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(),
-			"usage: testenv -server dynalite|moto|none [-redis] [-log FILE] -- COMMAND [ARG...]\n")
+			"usage: testenv -server dynalite|moto|none [-sqs moto|none] [-redis] [-log FILE] -- COMMAND [ARG...]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -63,20 +73,9 @@ func run() int {
 	if err != nil {
 		return fail(err)
 	}
-	var starts []func(context.Context, string) (*devserver.Server, error)
-	switch *server {
-	case "dynalite":
-		starts = append(starts, devserver.StartDynalite)
-	case "moto":
-		starts = append(starts, devserver.StartMoto)
-	case "none":
-	default:
-		return fail(fmt.Errorf("-server %q: want dynalite, moto or none", *server))
-	}
-	if *withRedis {
-		starts = append(starts, func(ctx context.Context, root string) (*devserver.Server, error) {
-			return devserver.StartRedis(ctx, root)
-		})
+	plan, err := planServers(*server, *sqsServer, *withRedis)
+	if err != nil {
+		return fail(err)
 	}
 
 	// Catch signals from now on, so that one arriving during start-up still stops the servers.
@@ -86,8 +85,8 @@ func run() int {
 
 	var srvs []*devserver.Server
 	defer func() { stopAll(srvs, *logFile) }()
-	for _, start := range starts {
-		srv, err := start(context.Background(), root)
+	for _, p := range plan {
+		srv, err := p.start(context.Background(), root)
 		if err != nil {
 			if errors.Is(err, devserver.ErrNotInstalled) {
 				return fail(fmt.Errorf("%w\nrun `make deps` to install the local servers", err))
@@ -95,6 +94,7 @@ func run() int {
 			return fail(err)
 		}
 		srvs = append(srvs, srv)
+		p.roles.srv = srv
 		fmt.Fprintf(os.Stderr, "testenv: %s at %s (pid %d)\n", srv.Name, srv.Endpoint, srv.PID)
 	}
 
@@ -105,7 +105,8 @@ func run() int {
 	default:
 	}
 
-	code := runCommand(args, withEnv(os.Environ(), serverEnv(root, srvs)), sigs)
+	ddb, sqs, redis := roleServers(plan)
+	code := runCommand(args, withEnv(os.Environ(), serverEnv(root, ddb, sqs, redis)), sigs)
 	if code != 0 {
 		for _, srv := range srvs {
 			fmt.Fprintf(os.Stderr, "testenv: %s exited with %d; last lines of %s's output:\n%s\n",
@@ -115,19 +116,79 @@ func run() int {
 	return code
 }
 
-// serverEnv returns the variables that point COMMAND at the servers.
-func serverEnv(root string, srvs []*devserver.Server) map[string]string {
-	env := map[string]string{}
-	for _, srv := range srvs {
-		if srv.Name == "redis" {
-			env["IDEM_REDIS_ADDR"] = srv.Addr
-			continue
+// roles says which APIs a started server serves.
+type roles struct {
+	ddb, sqs, redis bool
+	srv             *devserver.Server // set once started
+}
+
+// planned is a server to start and what it serves.
+type planned struct {
+	start func(context.Context, string) (*devserver.Server, error)
+	roles *roles
+}
+
+// planServers returns the servers to start, in order: the DynamoDB-API server, the SQS-API
+// server (the same moto server when both are moto), Redis.
+func planServers(server, sqsServer string, withRedis bool) ([]planned, error) {
+	var plan []planned
+	switch server {
+	case "dynalite":
+		plan = append(plan, planned{devserver.StartDynalite, &roles{ddb: true}})
+	case "moto":
+		plan = append(plan, planned{devserver.StartMoto, &roles{ddb: true, sqs: sqsServer == "moto"}})
+	case "none":
+	default:
+		return nil, fmt.Errorf("-server %q: want dynalite, moto or none", server)
+	}
+	switch {
+	case sqsServer == "moto" && server != "moto":
+		plan = append(plan, planned{devserver.StartMoto, &roles{sqs: true}})
+	case sqsServer != "moto" && sqsServer != "none":
+		return nil, fmt.Errorf("-sqs %q: want moto or none", sqsServer)
+	}
+	if withRedis {
+		plan = append(plan, planned{func(ctx context.Context, root string) (*devserver.Server, error) {
+			return devserver.StartRedis(ctx, root)
+		}, &roles{redis: true}})
+	}
+	return plan, nil
+}
+
+// roleServers returns the started servers of plan by role (nil: none).
+func roleServers(plan []planned) (ddb, sqs, redis *devserver.Server) {
+	for _, p := range plan {
+		if p.roles.ddb {
+			ddb = p.roles.srv
 		}
-		env["AWS_ENDPOINT_URL_DYNAMODB"] = srv.Endpoint
+		if p.roles.sqs {
+			sqs = p.roles.srv
+		}
+		if p.roles.redis {
+			redis = p.roles.srv
+		}
+	}
+	return ddb, sqs, redis
+}
+
+// serverEnv returns the variables that point COMMAND at the servers (nil: not started).
+func serverEnv(root string, ddb, sqs, redis *devserver.Server) map[string]string {
+	env := map[string]string{}
+	if ddb != nil || sqs != nil {
 		env["AWS_REGION"] = "us-east-1"
 		env["AWS_ACCESS_KEY_ID"] = "test"
 		env["AWS_SECRET_ACCESS_KEY"] = "test"
-		env["IDEM_DDB_SERVER"] = srv.Name
+	}
+	if ddb != nil {
+		env["AWS_ENDPOINT_URL_DYNAMODB"] = ddb.Endpoint
+		env["IDEM_DDB_SERVER"] = ddb.Name
+	}
+	if sqs != nil {
+		env["AWS_ENDPOINT_URL_SQS"] = sqs.Endpoint
+		env["IDEM_SQS_SERVER"] = sqs.Name
+	}
+	if redis != nil {
+		env["IDEM_REDIS_ADDR"] = redis.Addr
 	}
 	if rie := filepath.Join(root, ".cache", "bin", "aws-lambda-rie"); fileExists(rie) {
 		env["IDEM_RIE"] = rie

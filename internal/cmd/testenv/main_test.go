@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -91,26 +92,117 @@ func TestRun(t *testing.T) {
 func TestServerEnv(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	srvs := []*devserver.Server{
-		{Name: "dynalite", Endpoint: "http://127.0.0.1:1", Addr: "127.0.0.1:1"},
-		{Name: "redis", Endpoint: "redis://127.0.0.1:2", Addr: "127.0.0.1:2"},
+	dynalite := &devserver.Server{Name: "dynalite", Endpoint: "http://127.0.0.1:1", Addr: "127.0.0.1:1"}
+	moto := &devserver.Server{Name: "moto", Endpoint: "http://127.0.0.1:3", Addr: "127.0.0.1:3"}
+	redis := &devserver.Server{Name: "redis", Endpoint: "redis://127.0.0.1:2", Addr: "127.0.0.1:2"}
+	aws := map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+	with := func(base map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range base {
+			out[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
 	}
-	got := serverEnv(root, srvs)
-	want := map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1", "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"IDEM_DDB_SERVER": "dynalite", "IDEM_REDIS_ADDR": "127.0.0.1:2",
+	tests := []struct {
+		name            string
+		ddb, sqs, redis *devserver.Server
+		want            map[string]string
+	}{
+		{name: "dynalite and redis", ddb: dynalite, redis: redis, want: with(aws,
+			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite", "IDEM_REDIS_ADDR", "127.0.0.1:2")},
+		{name: "dynalite and moto's SQS", ddb: dynalite, sqs: moto, want: with(aws,
+			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite",
+			"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto")},
+		{name: "moto for both", ddb: moto, sqs: moto, want: with(aws,
+			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:3", "IDEM_DDB_SERVER", "moto",
+			"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto")},
+		{name: "SQS only", sqs: moto, want: with(aws, "AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto")},
+		{name: "redis only", redis: redis, want: map[string]string{"IDEM_REDIS_ADDR": "127.0.0.1:2"}},
 	}
-	if len(got) != len(want) {
-		t.Errorf("serverEnv = %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("serverEnv[%s] = %q, want %q", k, got[k], v)
+	for _, tt := range tests {
+		if got := serverEnv(root, tt.ddb, tt.sqs, tt.redis); !maps.Equal(got, tt.want) {
+			t.Errorf("%s: serverEnv = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if only := serverEnv(root, srvs[1:]); len(only) != 1 || only["IDEM_REDIS_ADDR"] != "127.0.0.1:2" {
-		t.Errorf("serverEnv(redis only) = %v, want just IDEM_REDIS_ADDR", only)
+}
+
+// planServers starts one moto server for both APIs, a second server only when SQS is not
+// the DynamoDB-API server, and refuses unknown servers.
+func TestPlanServers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, server, sqs string
+		redis             bool
+		want              []roles
+		wantErr           bool
+	}{
+		{name: "dynalite", server: "dynalite", sqs: "none", want: []roles{{ddb: true}}},
+		{name: "dynalite, moto's SQS, redis", server: "dynalite", sqs: "moto", redis: true,
+			want: []roles{{ddb: true}, {sqs: true}, {redis: true}}},
+		{name: "moto for both", server: "moto", sqs: "moto", want: []roles{{ddb: true, sqs: true}}},
+		{name: "SQS only", server: "none", sqs: "moto", want: []roles{{sqs: true}}},
+		{name: "unknown SQS server", server: "dynalite", sqs: "localstack", wantErr: true},
+		{name: "unknown server", server: "dynamodb-local", sqs: "none", wantErr: true},
+	}
+	for _, tt := range tests {
+		plan, err := planServers(tt.server, tt.sqs, tt.redis)
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("%s: planServers accepted it", tt.name)
+			}
+			continue
+		}
+		var got []roles
+		for _, p := range plan {
+			got = append(got, *p.roles)
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: planServers = %+v, %v; want %+v", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestRunSQS runs a command under testenv -server dynalite -sqs moto: it sees both
+// endpoints, on two servers, and both are stopped afterwards.
+func TestRunSQS(t *testing.T) {
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1")
+	}
+	root, err := devserver.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range []string{"node_modules/dynalite", ".cache/venv/bin/moto_server"} {
+		if _, err := os.Stat(filepath.Join(root, dep)); err != nil {
+			t.Fatalf("%s is not installed: run `make deps` first (or set IDEM_SKIP_INTEGRATION=1)", dep)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "testenv")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	script := `echo "$AWS_ENDPOINT_URL_DYNAMODB|$AWS_ENDPOINT_URL_SQS|$IDEM_SQS_SERVER"`
+	cmd := exec.CommandContext(t.Context(), bin, "-server", "dynalite", "-sqs", "moto", "--", "sh", "-c", script)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("testenv: %v\nstderr:\n%s", err, stderr.String())
+	}
+	f := strings.Split(strings.TrimSpace(stdout.String()), "|")
+	if len(f) != 3 || !strings.HasPrefix(f[0], "http://127.0.0.1:") || !strings.HasPrefix(f[1], "http://127.0.0.1:") ||
+		f[0] == f[1] || f[2] != "moto" {
+		t.Fatalf("command saw %q, want two endpoints and moto", stdout.String())
+	}
+	for _, endpoint := range f[:2] {
+		addr := strings.TrimPrefix(endpoint, "http://")
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("server at %s still accepts connections after testenv exited", addr)
+		}
 	}
 }
 
