@@ -47,7 +47,6 @@ const (
 	AttrUpdatedAt = "updated_at_ms"
 )
 
-
 // ceilSeconds returns t in epoch seconds, rounded up: the stored end of
 // retention is never earlier than the record's.
 func ceilSeconds(t time.Time) int64 {
