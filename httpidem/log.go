@@ -2,12 +2,11 @@ package httpidem
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/idemgo/idem"
-	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/logattr"
 )
 
 // log records one decision: the request, the verdict and status, and the
@@ -23,19 +22,7 @@ func (m *middleware) log(ctx context.Context, level slog.Level, r *http.Request,
 		slog.String("path", r.URL.Path),
 		slog.String("verdict", decision),
 		slog.Int("status", status),
-		slog.Int("attempt", out.Attempts),
-		slog.Bool("replayed", out.Replayed),
-		slog.Bool("lease_taken_over", out.TookOver),
 	}
-	if key != "" {
-		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
-	}
-	var ipe *core.InProgressError
-	if errors.As(err, &ipe) {
-		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
+	attrs = logattr.Outcome(attrs, key, out, err)
 	l.LogAttrs(ctx, level, "httpidem", attrs...)
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgo/idem"
-	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/logattr"
 )
 
 // Defaults of the wrappers' options.
@@ -168,24 +168,8 @@ func WithOptionalKey() HTTPOption {
 	})
 }
 
-// outcomeAttrs appends the log attributes every wrapper records for a call:
-// the attempt, whether it was replayed or took a lease over, the hashed key
-// (never the key itself), when to retry an in-progress key, and the error.
+// outcomeAttrs appends the log attributes every wrapper records for a call
+// (see logattr.Outcome).
 func outcomeAttrs(attrs []slog.Attr, key string, out idem.Outcome, err error) []slog.Attr {
-	attrs = append(attrs,
-		slog.Int("attempt", out.Attempts),
-		slog.Bool("replayed", out.Replayed),
-		slog.Bool("lease_taken_over", out.TookOver),
-	)
-	if key != "" {
-		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
-	}
-	var ipe *core.InProgressError
-	if errors.As(err, &ipe) {
-		attrs = append(attrs, slog.Time("retry_at", ipe.RetryAt))
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	return attrs
+	return logattr.Outcome(attrs, key, out, err)
 }
