@@ -171,3 +171,44 @@ func FuzzSQSEvent(f *testing.F) {
 		}
 	})
 }
+
+// FuzzALBEvent decodes ALB target group requests as the runtime does and
+// serves them: no panic, a valid status, and the handler runs at most once
+// for a request and its replay.
+func FuzzALBEvent(f *testing.F) {
+	f.Add(`{"httpMethod":"POST","path":"/orders","headers":{"idempotency-key":"k-1"},"body":"{\"n\":1}"}`)
+	f.Add(`{"httpMethod":"POST","path":"/orders","multiValueHeaders":{"Idempotency-Key":["a","b"]},"body":"e30=","isBase64Encoded":true}`)
+	f.Add(`{"httpMethod":"","path":"","headers":{"Idempotency-Key":"\"\\\""},"body":"[[[[","isBase64Encoded":true}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		var req events.ALBTargetGroupRequest
+		if json.Unmarshal([]byte(raw), &req) != nil {
+			return
+		}
+		e := newEnv(t)
+		runs := 0
+		handle, err := idemlambda.ALB(e.runner, func(ctx context.Context, r events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+			runs++
+			return events.ALBTargetGroupResponse{StatusCode: 201, Body: "made"}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for range 2 {
+			resp, err := handle(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode < 100 || resp.StatusCode > 599 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+		if runs > 1 {
+			_, ok, kerr := idemlambda.IdempotencyKeyHeader(req.Headers, req.MultiValueHeaders)
+			if ok && kerr == nil {
+				t.Fatalf("a keyed request ran %d times", runs)
+			}
+		}
+	})
+}
