@@ -40,9 +40,11 @@ import (
 )
 
 func main() {
+	restore := takeForeground()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	restore()
 	var missing *notInstalledError
 	switch {
 	case errors.As(err, &missing):
