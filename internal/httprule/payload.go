@@ -10,10 +10,10 @@ import (
 )
 
 // MaxBodyDepth is the deepest nesting of arrays and objects accepted in a
-// JSON request body. JSON nested deeper than 10,000 is refused by
-// encoding/json and by the fingerprint's canonicalizer, and the fingerprint
-// (Payload) puts the body one level down.
-const MaxBodyDepth = 9999
+// JSON request body: the fingerprint's canonicalizer refuses JSON nested
+// deeper than core.MaxDepth, and the fingerprint (Payload) puts the body one
+// level down.
+const MaxBodyDepth = core.MaxDepth - 1
 
 // Payload returns the JSON that fingerprints a request: its method, its
 // path and its body, as {"method":..,"path":..,"json":<body>} for a JSON
