@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/awsclassify"
 )
 
 // The batch engine: what every batch source (SQS, and the ordered sources
@@ -161,4 +164,36 @@ func laneCheckpoints(items []batchItem, states []itemState) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// runRecord runs one record of a batch through runner under key, with the
+// record's stored key in handle's context and AWS-retryable errors marked
+// transient (awsclassify.Mark), and reports whether the record must be
+// retried (batchReport).
+func runRecord(ctx context.Context, runner *idem.Runner, key string, payload []byte, toDLQ bool, handle func(context.Context) ([]byte, error)) (idem.Outcome, error, bool) {
+	out, err := runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+		res, err := handle(withStoredKey(ctx, key))
+		return res, awsclassify.Mark(err)
+	})
+	return out, err, batchReport(out.Verdict, toDLQ)
+}
+
+// batchReport says whether a record whose call had verdict v is reported
+// for redelivery, for every batch source:
+//   - done (acknowledged): executed, replayed, and a success whose outcome
+//     could not be recorded (redelivering it would run the handler again);
+//   - permanent (acknowledged, or reported with toDLQ so that the queue's
+//     redrive policy moves it on): a new or replayed permanent failure, a
+//     key reused with another payload, retries exhausted, an unusable key
+//     or payload;
+//   - anything else is reported: a transient failure, a store failure, a
+//     key in progress elsewhere, and any verdict this list does not name.
+func batchReport(v idem.Verdict, toDLQ bool) bool {
+	switch v {
+	case idem.Executed, idem.Replayed, idem.OutcomeNotRecorded:
+		return false
+	case idem.FailedPermanently, idem.ReplayedFailure, idem.KeyReused, idem.RetriesExhausted, idem.InvalidKey, idem.InvalidPayload:
+		return toDLQ
+	}
+	return true
 }

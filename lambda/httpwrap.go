@@ -85,6 +85,8 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	return resp, nil
 }
 
+// levelOf is the log level of a wrapper's record of a call: a warning when
+// the call failed.
 func levelOf(err error) slog.Level {
 	if err != nil {
 		return slog.LevelWarn

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemgo/idem"
-	"github.com/idemgo/idem/awsclassify"
 	"github.com/idemgo/idem/core"
 )
 
@@ -292,37 +291,11 @@ func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, key string,
 			slog.String("key_source", w.source.name))
 		return w.cfg.toDLQ
 	}
-	out, err := w.runner.Do(ctx, key, sqsPayload(msg.Body), func(ctx context.Context) ([]byte, error) {
-		res, err := w.handler(withStoredKey(ctx, key), msg)
-		return res, awsclassify.Mark(err)
+	out, err, report := runRecord(ctx, w.runner, key, sqsPayload(msg.Body), w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
+		return w.handler(ctx, msg)
 	})
-	report = batchReport(out.Verdict, w.cfg.toDLQ)
-	level := slog.LevelInfo
-	if err != nil {
-		level = slog.LevelWarn
-	}
-	w.log(ctx, level, msg, key, out.Verdict.String(), out, report, err)
+	w.log(ctx, levelOf(err), msg, key, out.Verdict.String(), out, report, err)
 	return report
-}
-
-// batchReport says whether a record whose call had verdict v is reported
-// for redelivery, for every batch source:
-//   - done (acknowledged): executed, replayed, and a success whose outcome
-//     could not be recorded (redelivering it would run the handler again);
-//   - permanent (acknowledged, or reported with toDLQ so that the queue's
-//     redrive policy moves it on): a new or replayed permanent failure, a
-//     key reused with another payload, retries exhausted, an unusable key
-//     or payload;
-//   - anything else is reported: a transient failure, a store failure, a
-//     key in progress elsewhere, and any verdict this list does not name.
-func batchReport(v idem.Verdict, toDLQ bool) bool {
-	switch v {
-	case idem.Executed, idem.Replayed, idem.OutcomeNotRecorded:
-		return false
-	case idem.FailedPermanently, idem.ReplayedFailure, idem.KeyReused, idem.RetriesExhausted, idem.InvalidKey, idem.InvalidPayload:
-		return toDLQ
-	}
-	return true
 }
 
 // sqsPayload is the fingerprinted payload of a message: its body if that is

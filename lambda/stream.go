@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/idemgo/idem"
-	"github.com/idemgo/idem/awsclassify"
 )
 
 // The stream wrappers (Kinesis, DynamoDBStream) share this adapter over the
@@ -94,16 +93,10 @@ func (w *streamWrapper[R]) one(ctx context.Context, rec R, key string, keyErr er
 		w.log(ctx, slog.LevelWarn, rec, key, idem.InvalidPayload.String(), idem.Outcome{}, w.cfg.toDLQ, err)
 		return w.cfg.toDLQ
 	}
-	out, err := w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
-		res, err := w.handler(withStoredKey(ctx, key), rec)
-		return res, awsclassify.Mark(err)
+	out, err, report := runRecord(ctx, w.runner, key, payload, w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
+		return w.handler(ctx, rec)
 	})
-	report = batchReport(out.Verdict, w.cfg.toDLQ)
-	level := slog.LevelInfo
-	if err != nil {
-		level = slog.LevelWarn
-	}
-	w.log(ctx, level, rec, key, out.Verdict.String(), out, report, err)
+	w.log(ctx, levelOf(err), rec, key, out.Verdict.String(), out, report, err)
 	return report
 }
 
