@@ -43,13 +43,17 @@ type Observation struct {
 	TookOver bool
 	// Cached reports a replay answered from the local cache.
 	Cached bool
+	// Waited reports that the call waited for a concurrent execution of
+	// its key (Outcome.Waited).
+	Waited bool
 	// LeaseLost reports that a completion was refused because another
 	// holder had taken the key over (errors.Is(err, ErrLeaseLost)).
 	LeaseLost bool
 	// Duration is the call's time, by the runner's clock.
 	Duration time.Duration
-	// StoreCalls and StoreTime are the call's store writes (Reserve and
-	// Complete) and the time spent in them.
+	// StoreCalls and StoreTime are the call's store calls (the writes,
+	// Reserve and Complete, and the reads of a wait, Get) and the time
+	// spent in them.
 	StoreCalls int
 	StoreTime  time.Duration
 	// Err is the call's error (nil on success and on replays).
@@ -70,7 +74,7 @@ func WithObserver(o Observer) Option {
 func (c *call) observation(out Outcome, err error) Observation {
 	return Observation{
 		Verdict: out.Verdict, KeyHash: HashKey(c.key), Attempts: out.Attempts,
-		TookOver: out.TookOver, Cached: out.Cached, LeaseLost: errors.Is(err, ErrLeaseLost),
+		TookOver: out.TookOver, Cached: out.Cached, Waited: out.Waited, LeaseLost: errors.Is(err, ErrLeaseLost),
 		Duration: c.r.cfg.now().Sub(c.start), StoreCalls: c.storeCalls, StoreTime: c.storeTime, Err: err,
 	}
 }

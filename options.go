@@ -60,6 +60,7 @@ type config struct {
 	token           func() string
 	logger          *slog.Logger
 	cacheSize       int
+	wait            time.Duration
 }
 
 // WithRetention sets how long records are kept (positive).

@@ -40,6 +40,9 @@ type Outcome struct {
 	// Cached reports that a replay was answered from the runner's local
 	// cache (WithCache) without a store call.
 	Cached bool
+	// Waited reports that the call waited for a concurrent execution of
+	// its key (WithWait), whatever its answer.
+	Waited bool
 }
 
 // Runner runs handlers idempotently over a Store. A Runner is safe for
@@ -52,6 +55,8 @@ type Runner struct {
 	// own: the store's platform classifier (ErrorClassifier) first, then
 	// the configured chain (handlers) or the default one (the store).
 	handlerChain, storeChain []core.Classifier
+	// flights are the calls in flight with a wait (WithWait), by key.
+	flights flights
 }
 
 // New returns a Runner over store, configured by opts. A bad option is an
@@ -170,6 +175,10 @@ type call struct {
 	tookOver   bool
 	storeCalls int
 	storeTime  time.Duration
+	// waitUntil is when the call's wait ends (zero: no wait); waited
+	// reports that it waited (see wait.go).
+	waitUntil time.Time
+	waited    bool
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -189,7 +198,7 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 		return out, err
 	}
 	c.w = c.r.window(c.ctx, now)
-	return c.reserve(now, fn)
+	return c.join(now, fn)
 }
 
 // window is the time an execution has: its lease ends at leaseUntil, and a
@@ -241,6 +250,9 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 		}
 		existing := ce.Existing
 		d := core.Decide(c.key, &existing, c.fp, now, policy)
+		if d.Action == core.InProgress {
+			existing, d, now = c.await(existing, d, now)
+		}
 		if d.Action != core.Execute {
 			return c.r.answer(existing, d)
 		}
@@ -434,6 +446,9 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
 	}
 	if out.Cached {
 		a = append(a, slog.Bool("cached", true))
+	}
+	if out.Waited {
+		a = append(a, slog.Bool("waited", true))
 	}
 	var ip *core.InProgressError
 	if errors.As(err, &ip) {
