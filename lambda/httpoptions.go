@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/idemgo/idem"
 )
@@ -54,4 +55,39 @@ func WithResponseHook[R HTTPResponse](hook func(ctx context.Context, resp *R, ve
 		c.hook = &responseHook{fn: hook, typ: fmt.Sprintf("%T", zero)}
 		return nil
 	})
+}
+
+// WithWait makes a request that arrives while another request with its key
+// is still being handled wait up to bound for that one's response, and get
+// it, marked Idempotent-Replayed: true, instead of a 409 in-progress (see
+// idem.WithWait: within the sandbox the duplicate waits in memory, across
+// sandboxes it polls the store, one strongly consistent read each). The
+// wait ends DefaultSafetyMargin before the invocation's deadline at the
+// latest, and the runner's retry reserve before it (idem.WithRetryReserve);
+// a request still in progress then gets the 409. A request whose first
+// execution crashed takes the key over when its lease ends and runs the
+// handler. 0 turns waiting off for the wrapper's requests, whatever the
+// runner's idem.WithWait says; without WithWait, the runner's applies. A
+// negative bound is an error. HTTP wrappers only.
+func WithWait(bound time.Duration) HTTPOption {
+	return httpOption(func(c *config) error {
+		if bound < 0 {
+			return fmt.Errorf("idemlambda: wait bound %v must not be negative", bound)
+		}
+		c.wait, c.waitSet = bound, true
+		return nil
+	})
+}
+
+// waitContext is ctx with the wait of WithWait, cut to end the safety margin
+// before ctx's deadline; ctx itself without WithWait.
+func (c *config) waitContext(ctx context.Context) context.Context {
+	if !c.waitSet {
+		return ctx
+	}
+	bound := c.wait
+	if deadline, ok := ctx.Deadline(); ok {
+		bound = min(bound, deadline.Sub(c.now())-c.safetyMargin)
+	}
+	return idem.ContextWithWait(ctx, bound)
 }

@@ -58,7 +58,7 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	}
 	var fresh *Resp  // the response of this call's own execution, if any
 	var failed error // the handler's error, answered with a problem
-	out, err := w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+	out, err := w.runner.Do(w.cfg.waitContext(ctx), key, payload, func(ctx context.Context) ([]byte, error) {
 		resp, status, herr := w.run(withStoredKey(ctx, key), req, event)
 		fresh, failed = &resp, herr
 		if herr != nil || httprule.RetryableStatus(status) {

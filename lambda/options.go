@@ -36,8 +36,8 @@ type BatchOption interface {
 }
 
 // HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL,
-// ALB): an Option, or one of WithOptionalKey, WithIdentityHeader and
-// WithResponseHook. Giving it to another wrapper does not compile.
+// ALB): an Option, or one of WithOptionalKey, WithIdentityHeader,
+// WithResponseHook and WithWait. Giving it to another wrapper does not compile.
 type HTTPOption interface {
 	applyHTTP(*config) error
 }
@@ -60,9 +60,11 @@ type config struct {
 	safetyMargin time.Duration
 	toDLQ        bool
 	optionalKey  bool
-	// HTTP wrappers: WithIdentityHeader, WithResponseHook.
+	// HTTP wrappers: WithIdentityHeader, WithResponseHook, WithWait.
 	identityHeader string
 	hook           *responseHook
+	wait           time.Duration
+	waitSet        bool
 }
 
 func defaultConfig() config {
