@@ -35,7 +35,8 @@ import (
 //     given to it again: over WithMaxBodyBytes, 413; JSON nested deeper
 //     than MaxBodyDepth, 400;
 //   - the same key with another method, path or body: 422; still running
-//     elsewhere: 409 with Retry-After (whole seconds until its lease ends);
+//     elsewhere: 409 with Retry-After (whole seconds until its lease ends),
+//     or with WithWait, its answer once it has one, replayed;
 //   - replay: the recorded status, headers (every value: a second
 //     Set-Cookie too) and body, plus Idempotent-Replayed: true, after the
 //     hook of WithResponseHook;
@@ -98,7 +99,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := newRecorder(w, m.cfg.maxResponse)
 	ran := false
 	var panicked any
-	out, err := m.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+	out, err := m.runner.Do(m.cfg.waitContext(ctx), key, payload, func(ctx context.Context) ([]byte, error) {
 		if ran { // not reached: every failure below is marked to retry later
 			return nil, core.MarkRetryLater(errors.New("httpidem: handler already ran in this request"))
 		}

@@ -37,6 +37,8 @@ type config struct {
 	now         func() time.Time
 	logger      *slog.Logger
 	hook        func(context.Context, *Response, idem.Verdict)
+	wait        time.Duration
+	waitSet     bool
 }
 
 func defaultConfig() config {
@@ -168,4 +170,32 @@ func WithResponseHook(hook func(ctx context.Context, resp *Response, verdict ide
 		c.hook = hook
 		return nil
 	}
+}
+
+// WithWait makes a request that arrives while another request with its key
+// is still being handled wait up to bound for that one's answer, and get it
+// (replayed, with Idempotent-Replayed: true), instead of a 409 in-progress.
+// Within one runner the duplicate waits in memory; across servers it polls
+// the store, one strongly consistent read each (see idem.WithWait). The
+// wait ends at the latest the runner's retry reserve
+// (idem.WithRetryReserve) before the request's deadline (WithTimeout); a
+// request still in progress then gets the 409. 0 turns waiting off for the
+// middleware's requests, whatever the runner's idem.WithWait says; without
+// WithWait, the runner's applies. A negative bound is an error.
+func WithWait(bound time.Duration) Option {
+	return func(c *config) error {
+		if bound < 0 {
+			return fmt.Errorf("httpidem: wait bound %v must not be negative", bound)
+		}
+		c.wait, c.waitSet = bound, true
+		return nil
+	}
+}
+
+// waitContext is ctx with the wait of WithWait; ctx itself without it.
+func (c *config) waitContext(ctx context.Context) context.Context {
+	if !c.waitSet {
+		return ctx
+	}
+	return idem.ContextWithWait(ctx, c.wait)
 }

@@ -192,3 +192,13 @@ func TestHTTPWaitAcrossSandboxes(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPWaitBadBound(t *testing.T) {
+	e := newEnv(t)
+	api := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{}, nil
+	}
+	if _, err := idemlambda.HTTPAPI(e.runner, api, idemlambda.WithWait(-time.Second)); err == nil {
+		t.Fatal("WithWait(-1s) accepted")
+	}
+}
