@@ -1,8 +1,11 @@
 package idem_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -478,5 +481,22 @@ func TestWaitNotCarriedToTheHandler(t *testing.T) {
 	}
 	if !errors.Is(inner, core.ErrInProgress) || len(f.clock.Sleeps()) != 0 {
 		t.Errorf("inner call = %v after sleeps %v; want in progress at once", inner, f.clock.Sleeps())
+	}
+}
+
+// TestWaitIsLogged: the runner's record of a call that waited says so.
+func TestWaitIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	f := newFixture(t, idem.WithWait(time.Second), idem.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	holdKey(t, f.store, t0.Add(30*time.Second))
+	if err := f.do(waitKey, waitPayload, (&counter{}).handler); !errors.Is(err, core.ErrInProgress) {
+		t.Fatalf("Do = %v, want in progress after the wait", err)
+	}
+	var rec struct {
+		Verdict string `json:"verdict"`
+		Waited  bool   `json:"waited"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil || rec.Verdict != "in_progress" || !rec.Waited {
+		t.Errorf("log record %s (%v): want verdict in_progress, waited true", buf.String(), err)
 	}
 }

@@ -1,8 +1,11 @@
 package idemlambda_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -159,7 +162,9 @@ func TestHTTPWaitAcrossSandboxes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			handle, err := idemlambda.ALB(mine, alb, idemlambda.WithClock(e.clock.Now), idemlambda.WithWait(10*time.Second))
+			var logs bytes.Buffer
+			handle, err := idemlambda.ALB(mine, alb, idemlambda.WithClock(e.clock.Now), idemlambda.WithWait(10*time.Second),
+				idemlambda.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,6 +186,12 @@ func TestHTTPWaitAcrossSandboxes(t *testing.T) {
 			}
 			if replayed := resp.Headers[idemlambda.HeaderReplayed] == "true"; replayed != (tt.wantStatus == 201) {
 				t.Errorf("replayed = %v for a %d", replayed, resp.StatusCode)
+			}
+			var rec struct {
+				Waited bool `json:"waited"`
+			}
+			if err := json.Unmarshal(logs.Bytes(), &rec); err != nil || !rec.Waited {
+				t.Errorf("wrapper's log record %s (%v): want waited true", logs.String(), err)
 			}
 			var slept time.Duration
 			for _, d := range e.clock.Sleeps() {

@@ -12,7 +12,8 @@ import (
 )
 
 // Outcome appends to attrs the attributes of a call: the attempt, whether it
-// was replayed or took a lease over, the hashed key (never the key itself),
+// was replayed or took a lease over (and whether it waited, when it did:
+// idem.WithWait), the hashed key (never the key itself),
 // when to retry an in-progress key, and the error.
 func Outcome(attrs []slog.Attr, key string, out idem.Outcome, err error) []slog.Attr {
 	attrs = append(attrs,
@@ -20,6 +21,9 @@ func Outcome(attrs []slog.Attr, key string, out idem.Outcome, err error) []slog.
 		slog.Bool("replayed", out.Replayed),
 		slog.Bool("lease_taken_over", out.TookOver),
 	)
+	if out.Waited {
+		attrs = append(attrs, slog.Bool("waited", true))
+	}
 	if key != "" {
 		attrs = append(attrs, slog.String("key_hash", idem.HashKey(key)))
 	}
