@@ -135,7 +135,9 @@ func HashKey(key string) string {
 // core.Fingerprint), reserve the key in the store, run fn, retry transient
 // errors with backoff while the attempts, ctx's deadline and the lease allow,
 // and record the outcome. A duplicate call gets the stored outcome with
-// Replayed set and fn does not run. Every execution is recorded in the store
+// Replayed set and fn does not run; one that finds the key in progress gets
+// *core.InProgressError at once, or with WithWait, waits a bounded time for
+// the outcome. Every execution is recorded in the store
 // before it starts, in-process retries included, so WithMaxAttempts bounds
 // the executions of a key even when holders crash.
 //
