@@ -146,12 +146,16 @@ func TestCompleteStagedCancellations(t *testing.T) {
 			fakeaws.DynamoDBTransactionCanceled("ConditionalCheckFailed", "None", "None"), fakeaws.JSONResponse(200, []byte(`{}`))},
 			func(err error) bool { return errors.Is(err, idem.ErrLeaseLost) }, "ErrLeaseLost (after one GetItem)"},
 		{"conflicting transaction", []fakeaws.Response{fakeaws.DynamoDBTransactionCanceled("None", "TransactionConflict", "None")},
-			func(err error) bool { return errors.Is(err, ddbstore.ErrThrottled) && core.Classify(err) == core.Transient },
+			func(err error) bool {
+				return errors.Is(err, ddbstore.ErrThrottled) && core.Classify(err) == core.Transient
+			},
 			"ErrThrottled, transient"},
 		{"same commit in progress", []fakeaws.Response{fakeaws.DynamoDBError(400, "TransactionInProgressException", "in progress")},
 			func(err error) bool { return core.Classify(err) == core.Transient }, "transient"},
 		{"throttled", []fakeaws.Response{fakeaws.DynamoDBError(400, "ProvisionedThroughputExceededException", "slow down")},
-			func(err error) bool { return errors.Is(err, ddbstore.ErrThrottled) && core.Classify(err) == core.Transient }, "ErrThrottled, transient"},
+			func(err error) bool {
+				return errors.Is(err, ddbstore.ErrThrottled) && core.Classify(err) == core.Transient
+			}, "ErrThrottled, transient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
