@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -71,18 +72,21 @@ func (s *Store) CheckStaged(staged []any) error {
 		return &Error{Op: "stage", Table: s.table,
 			Err: fmt.Errorf("client %T has no TransactWriteItems (ddbstore.TransactAPI): %w", s.client, idem.ErrNoStaging)}
 	}
-	_, _, err := stagedItems(staged)
+	_, _, err := s.stagedItems(staged, "")
 	return err
 }
 
 // stagedItems returns the staged writes as items, and their total size.
-func stagedItems(staged []any) ([]types.TransactWriteItem, int, error) {
+// record, if not empty, is the target of the record's item, which no
+// staged item may address.
+func (s *Store) stagedItems(staged []any, record string) ([]types.TransactWriteItem, int, error) {
 	if len(staged) > MaxTransactItems-1 {
 		return nil, 0, &idem.StagedWriteError{Index: -1, Err: fmt.Errorf("%w: %d writes staged, at most %d (the record is the transaction's item %d)",
 			idem.ErrStagedLimit, len(staged), MaxTransactItems-1, MaxTransactItems)}
 	}
 	items := make([]types.TransactWriteItem, len(staged))
 	total := 0
+	seen := map[string]bool{record: record != ""}
 	for i, v := range staged {
 		it, ok := v.(types.TransactWriteItem)
 		if !ok {
@@ -91,6 +95,11 @@ func stagedItems(staged []any) ([]types.TransactWriteItem, int, error) {
 		size, err := checkItem(it)
 		if err != nil {
 			return nil, 0, &idem.StagedWriteError{Index: i, Err: err}
+		}
+		if t, ok := s.target(it); ok && seen[t] {
+			return nil, 0, &idem.StagedWriteError{Index: i, Err: errors.New("ddbstore: a staged item addresses an item that the transaction already writes (another staged item, or the record)")}
+		} else if ok {
+			seen[t] = true
 		}
 		if total += size; total > MaxTransactSize {
 			return nil, 0, &idem.StagedWriteError{Index: i, Err: fmt.Errorf("%w: staged items add up to %d bytes or more, at most %d", idem.ErrStagedLimit, total, MaxTransactSize)}
@@ -128,6 +137,54 @@ func checkItem(it types.TransactWriteItem) (int, error) {
 	return size, nil
 }
 
+// target identifies the item a staged item addresses (its table and
+// primary key) where that is known: the key of an Update, a Delete or a
+// ConditionCheck, and a Put's on the store's own table, whose key
+// attributes the store knows.
+func (s *Store) target(it types.TransactWriteItem) (string, bool) {
+	switch {
+	case it.Update != nil:
+		return targetOf(aws.ToString(it.Update.TableName), it.Update.Key), true
+	case it.Delete != nil:
+		return targetOf(aws.ToString(it.Delete.TableName), it.Delete.Key), true
+	case it.ConditionCheck != nil:
+		return targetOf(aws.ToString(it.ConditionCheck.TableName), it.ConditionCheck.Key), true
+	case it.Put != nil && aws.ToString(it.Put.TableName) == s.table:
+		key := map[string]types.AttributeValue{s.keyAttr: it.Put.Item[s.keyAttr]}
+		if s.sortAttr != "" {
+			key[s.sortAttr] = it.Put.Item[s.sortAttr]
+		}
+		return targetOf(s.table, key), true
+	}
+	return "", false
+}
+
+// targetOf is the identity of the item of key in table: the table and the
+// key's attributes, sorted, with their types and values.
+func targetOf(table string, key map[string]types.AttributeValue) string {
+	names := make([]string, 0, len(key))
+	for n := range key {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(table)
+	for _, n := range names {
+		b.WriteString("\x00" + n + "\x00")
+		switch v := key[n].(type) {
+		case *types.AttributeValueMemberS:
+			b.WriteString("S" + v.Value)
+		case *types.AttributeValueMemberN:
+			b.WriteString("N" + v.Value)
+		case *types.AttributeValueMemberB:
+			b.WriteString("B" + hex.EncodeToString(v.Value))
+		default:
+			b.WriteString(fmt.Sprintf("?%T", v))
+		}
+	}
+	return b.String()
+}
+
 // CompleteStaged implements idem.StagedCompleter with one TransactWriteItems:
 // the record's Put, conditioned as Complete's is (completeCondition, with
 // ReturnValuesOnConditionCheckFailure ALL_OLD), first, then the staged
@@ -162,7 +219,7 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	if err := s.checkKey(op, rec.Key); err != nil {
 		return core.Record{}, err
 	}
-	items, total, err := stagedItems(staged)
+	items, total, err := s.stagedItems(staged, targetOf(s.table, s.keyOf(rec.Key)))
 	if err != nil {
 		return core.Record{}, err
 	}

@@ -69,6 +69,12 @@ func TestCheckStaged(t *testing.T) {
 			ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: key, ConditionExpression: aws.String("attribute_exists(pk)")}}}, 0, false},
 		{"no table name", []any{types.TransactWriteItem{Delete: &types.Delete{Key: key}}}, 0, false},
 		{"not a TransactWriteItem", []any{"SET x = 1"}, 0, false},
+		{"one item deleted twice", []any{types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("t"), Key: key}},
+			types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("t"), Key: key}}}, 1, false},
+		{"an item of the store's table put and updated", []any{put("idem", 100),
+			types.TransactWriteItem{Update: &types.Update{TableName: aws.String("idem"), Key: key, UpdateExpression: aws.String("SET v = :v")}}}, 1, false},
+		{"the same key in two tables", []any{types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("t1"), Key: key}},
+			types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("t2"), Key: key}}}, -2, false},
 	}
 	for _, tt := range tests {
 		err := s.CheckStaged(tt.staged)
@@ -116,6 +122,22 @@ func TestCompleteStagedOverLimitWithTheRecordMakesNoCall(t *testing.T) {
 	var sw *idem.StagedWriteError
 	if !errors.As(err, &sw) || sw.Index != -1 || !errors.Is(err, idem.ErrStagedLimit) {
 		t.Fatalf("CompleteStaged over 4 MB with the record = %v, want a *StagedWriteError wrapping ErrStagedLimit", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("requests = %d, want none", n)
+	}
+}
+
+func TestCompleteStagedRefusesAWriteOfTheRecordsItem(t *testing.T) {
+	t.Parallel()
+	s, srv := fakeStore(t)
+	rec := reserved(t, "evt:tx-self:1")
+	self := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("idem"),
+		Key: map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: rec.Key}}}}
+	_, err := s.CompleteStaged(context.Background(), rec, []any{put("ledger", 100), self})
+	var sw *idem.StagedWriteError
+	if !errors.As(err, &sw) || sw.Index != 1 {
+		t.Fatalf("CompleteStaged with a staged delete of the record's item = %v, want a *StagedWriteError at 1", err)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("requests = %d, want none", n)
