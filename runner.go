@@ -181,6 +181,9 @@ type call struct {
 	// reports that it waited (see wait.go).
 	waitUntil time.Time
 	waited    bool
+	// staged holds the writes the last try staged (Stage), committed with
+	// its success.
+	staged []any
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -229,7 +232,13 @@ func (c *call) storeReserve(ctx context.Context, rec core.Record, prev *core.Rec
 
 func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record, error) {
 	t := c.r.cfg.now()
-	stored, err := c.r.store.Complete(ctx, rec)
+	var stored core.Record
+	var err error
+	if sc, ok := c.r.store.(StagedCompleter); ok && rec.Status == core.StatusSucceeded && len(c.staged) > 0 {
+		stored, err = sc.CompleteStaged(ctx, rec, c.staged)
+	} else {
+		stored, err = c.r.store.Complete(ctx, rec)
+	}
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return stored, err
 }
@@ -297,7 +306,12 @@ func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
 		now := cfg.now()
 		longest = max(longest, now.Sub(start))
 		if herr == nil {
-			return c.succeed(rec, result, now)
+			out, err := c.succeed(rec, result, now)
+			var sw *StagedWriteError
+			if !errors.As(err, &sw) {
+				return out, err
+			}
+			herr = sw // the staged writes refused: the handler's error
 		}
 		if c.r.classify(c.ctx, herr) != core.Transient {
 			ferr := &core.FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
@@ -421,6 +435,9 @@ func (c *call) complete(rec core.Record) (core.Record, error) {
 		}
 		if errors.Is(err, ErrLeaseLost) {
 			return core.Record{}, fmt.Errorf("idem: outcome of attempt %d not recorded: %w", rec.Attempts, err)
+		}
+		if sw := (*StagedWriteError)(nil); errors.As(err, &sw) {
+			return core.Record{}, sw // nothing written; the caller records the failure
 		}
 		if core.Classify(err, c.r.storeChain...) == core.Transient {
 			if d, ok := core.NextRetry(core.RetryPlan{

@@ -147,13 +147,27 @@
 // a Scan, decoded, with the read capacity it consumed; CheckTable checks a
 // table's key schema with one DescribeTable.
 //
+// # Transactional completion
+//
+// A handler may stage its own DynamoDB writes (Stage, with a client that
+// implements TransactAPI; a *dynamodb.Client does): the store commits them
+// with the handler's success in one TransactWriteItems, the record's Put,
+// conditioned as Complete's, first (CompleteStaged, idem.StagedCompleter).
+// Both land or neither does; a staged item's failed condition is the
+// handler's failure (*idem.StagedWriteError). At most MaxTransactItems-1
+// items are staged, and MaxTransactSize bytes in all with the record. A
+// transactional write costs two write capacity units per KB of each item.
+// docs/effectively-once.md has the guarantees and the costs.
+//
 // # What it does not promise
 //
 // Exactly once. A process that dies after its handler's side effect but
 // before the completion is written leaves the key in progress; after the
-// lease ends, a later delivery runs the handler again. A completion that the
-// store could not confirm (idem.ErrOutcomeNotRecorded) may nevertheless have
-// been written: a duplicate then replays it. The store does not delete
-// expired items (TTL does, lazily; dynalite and moto never do), does not use
-// transactions, and keeps times at the resolutions above.
+// lease ends, a later delivery runs the handler again (side effects that
+// are staged DynamoDB writes are the exception: they are committed with
+// the completion or not at all). A completion that the store could not
+// confirm (idem.ErrOutcomeNotRecorded) may nevertheless have been written:
+// a duplicate then replays it. The store does not delete expired items (TTL
+// does, lazily; dynalite and moto never do), uses transactions only for
+// staged writes, and keeps times at the resolutions above.
 package ddbstore

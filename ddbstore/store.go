@@ -393,6 +393,12 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	if found && core.SameWrite(existing, rec) {
 		return existing, nil
 	}
+	return core.Record{}, s.leaseLost(rec, existing, found)
+}
+
+// leaseLost is the error of a completion of rec refused by its condition,
+// describing the stored record (existing, if found).
+func (s *Store) leaseLost(rec, existing core.Record, found bool) error {
 	what := "no record"
 	if found {
 		what = fmt.Sprintf("a %s record (attempt %d) with another lease", existing.Status, existing.Attempts)
@@ -400,7 +406,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 			what = fmt.Sprintf("a %s record (attempt %d) with this lease", existing.Status, existing.Attempts)
 		}
 	}
-	return core.Record{}, fmt.Errorf("ddbstore: complete on table %q, key hash %s: %w: table holds %s",
+	return fmt.Errorf("ddbstore: complete on table %q, key hash %s: %w: table holds %s",
 		s.table, idem.HashKey(rec.Key), idem.ErrLeaseLost, what)
 }
 

@@ -7,6 +7,8 @@
 // here is exactly-once: a crash after a handler's side effect but before its
 // outcome is recorded means a retry runs the handler again. Within one
 // process, reservation is atomic: of any number of concurrent callers, one
-// executes. Use a shared store with atomic conditional writes (ddbstore) for
+// executes. Handlers may stage writes (Stage, Write) that the store applies
+// under its lock together with the success (idem.StagedCompleter). Use a
+// shared store with atomic conditional writes (ddbstore) for
 // anything that runs in more than one process.
 package memstore

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -91,4 +92,12 @@ func (w *faulty) Get(ctx context.Context, key string, now time.Time) (core.Recor
 		return core.Record{}, err
 	}
 	return rec, nil
+}
+
+func TestConformanceStaged(t *testing.T) {
+	storetest.RunStaged(t, func(t *testing.T) idem.Store { return memstore.New() },
+		func(t *testing.T, key string) (any, func() bool) {
+			var applied atomic.Bool
+			return memstore.Write{Apply: func() { applied.Store(true) }}, applied.Load
+		})
 }

@@ -18,6 +18,12 @@
 // retried since is refused with idem.ErrRecordChanged), and that of
 // concurrent Releases of one record exactly one succeeds.
 //
+// RunStaged checks the record's side of idem.StagedCompleter (staged writes
+// committed atomically with a success): a stale holder's commit, a commit
+// over another outcome and a commit after retention are refused as a whole
+// with idem.ErrLeaseLost and apply nothing; a retried commit is recognised.
+// The caller passes the store's own writes (NewWrite).
+//
 // It is an ordinary package that uses only the standard library's testing
 // package. A store's tests call both:
 //

@@ -88,6 +88,34 @@ func DynamoDBError(status int, code, message string) Response {
 	return JSONError(status, code, message)
 }
 
+// DynamoDBTransactionCanceled is TransactWriteItems cancelled as DynamoDB
+// answers it: HTTP 400, TransactionCanceledException, and one
+// CancellationReason per item of the request, in order, with the given
+// codes ("None", "ConditionalCheckFailed", "TransactionConflict", ...).
+func DynamoDBTransactionCanceled(codes ...string) Response {
+	type reason struct {
+		Code    string `json:"Code"`
+		Message string `json:"Message,omitempty"`
+	}
+	reasons := make([]reason, len(codes))
+	for i, c := range codes {
+		reasons[i] = reason{Code: c}
+		if c == "ConditionalCheckFailed" {
+			reasons[i].Message = "The conditional request failed"
+		}
+	}
+	body, err := json.Marshal(struct {
+		Type    string   `json:"__type"`
+		Message string   `json:"message"`
+		Reasons []reason `json:"CancellationReasons"`
+	}{DynamoDBNamespace + "#TransactionCanceledException",
+		"Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]", reasons})
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	return JSONResponse(400, body)
+}
+
 // SQSError is a failed SQS call: AWS JSON 1.0 in query-compatible mode. The
 // body's __type is SQSNamespace#shape (the modeled error, such as
 // QueueDoesNotExist, or the common error's code); the header

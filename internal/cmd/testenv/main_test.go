@@ -112,9 +112,9 @@ func TestServerEnv(t *testing.T) {
 		want            map[string]string
 	}{
 		{name: "dynalite and redis", ddb: dynalite, redis: redis, want: with(aws,
-			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite", "IDEM_REDIS_ADDR", "127.0.0.1:2")},
+			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite", "IDEM_DDB_NO_TRANSACTIONS", "1", "IDEM_REDIS_ADDR", "127.0.0.1:2")},
 		{name: "dynalite and moto's SQS", ddb: dynalite, sqs: moto, want: with(aws,
-			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite",
+			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite", "IDEM_DDB_NO_TRANSACTIONS", "1",
 			"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto")},
 		{name: "moto for both", ddb: moto, sqs: moto, want: with(aws,
 			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:3", "IDEM_DDB_SERVER", "moto",

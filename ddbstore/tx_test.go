@@ -1,0 +1,180 @@
+package ddbstore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/fakeclock"
+	"github.com/idemgo/idem/storetest"
+)
+
+// transactions fails the test without a DynamoDB endpoint (see
+// integration) and skips it, saying so, where testenv says that the server
+// has no TransactWriteItems (dynalite): the make test run under moto runs
+// it.
+func transactions(t *testing.T) {
+	t.Helper()
+	integration(t)
+	if os.Getenv("IDEM_DDB_NO_TRANSACTIONS") == "1" {
+		t.Skipf("IDEM_DDB_NO_TRANSACTIONS=1: %s has no TransactWriteItems; the transaction tests run under moto", server())
+	}
+}
+
+// bizPut is an unconditional Put of a business item of the fixture's
+// table (the store's records and the business items share it, as in a
+// single-table design), named name.
+func (f *fixture) bizPut(name string) types.TransactWriteItem {
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(f.table), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "biz#" + name}, "amount": &types.AttributeValueMemberN{Value: "100"}}}}
+}
+
+// bizExists reports whether the business item name is stored.
+func (f *fixture) bizExists(t *testing.T, name string) bool {
+	t.Helper()
+	out, err := f.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(f.table),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "biz#" + name}}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatalf("GetItem of business item %s: %v", name, err)
+	}
+	return len(out.Item) > 0
+}
+
+func TestConformanceStaged(t *testing.T) {
+	transactions(t)
+	f := newFixture(t)
+	storetest.RunStaged(t, func(t *testing.T) idem.Store { return f.store },
+		func(t *testing.T, key string) (any, func() bool) {
+			return f.bizPut(key), func() bool { return f.bizExists(t, key) }
+		})
+}
+
+// diesBeforeCommit is the store of a process that dies after its handler
+// returned and before the commit reached DynamoDB.
+type diesBeforeCommit struct{ *ddbstore.Store }
+
+func (d diesBeforeCommit) CompleteStaged(context.Context, core.Record, []any) (core.Record, error) {
+	return core.Record{}, errors.New("the process died before the commit")
+}
+
+func TestStagedCrashBeforeCommitLeavesNoBusinessWrite(t *testing.T) {
+	transactions(t)
+	for _, tc := range []struct {
+		name  string
+		store func(f *fixture) idem.Store
+	}{
+		{"process dies before the commit", func(f *fixture) idem.Store { return diesBeforeCommit{f.store} }},
+		{"every commit refused on the wire", func(f *fixture) idem.Store {
+			f.rec.inject(fault{Op: "TransactWriteItems", Kind: refused, Times: -1})
+			return f.store
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			clock := fakeclock.New(time.Now().Truncate(time.Second))
+			key := "evt:tx-crash:1"
+			handler := func(ctx context.Context) ([]byte, error) {
+				return []byte(`{"charged":100}`), ddbstore.Stage(ctx, f.bizPut("order-1"))
+			}
+			_, err := newRunner(t, tc.store(f), clock).Do(context.Background(), key, []byte(`{}`), handler)
+			if !errors.Is(err, idem.ErrOutcomeNotRecorded) {
+				t.Fatalf("Do whose commit never lands = %v, want ErrOutcomeNotRecorded", err)
+			}
+			if f.bizExists(t, "order-1") {
+				t.Fatal("the business write exists although its commit never landed")
+			}
+			f.rec.clearFaults()
+			clock.Advance(testLease + time.Second)
+			out, err := newRunner(t, f.store, clock).Do(context.Background(), key, []byte(`{}`), handler)
+			if err != nil || out.Verdict != idem.Executed || !out.TookOver || out.Attempts != 2 {
+				t.Fatalf("next delivery after the lease = %+v, %v; want executed, taken over, attempt 2", out, err)
+			}
+			if !f.bizExists(t, "order-1") {
+				t.Fatal("the next delivery's commit did not write the business item")
+			}
+			if rec, err := f.store.Get(context.Background(), key, clock.Now()); err != nil || rec.Status != core.StatusSucceeded {
+				t.Fatalf("record = %v, %v; want succeeded", rec, err)
+			}
+		})
+	}
+}
+
+func TestStagedCommitWhoseAnswerWasLostIsRecognised(t *testing.T) {
+	transactions(t)
+	f := newFixture(t)
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	f.rec.inject(fault{Op: "TransactWriteItems", After: true, Kind: timeout, Times: 1})
+	out, err := newRunner(t, f.store, clock).Do(context.Background(), "evt:tx-lost:1", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		return []byte(`{"ok":true}`), ddbstore.Stage(ctx, f.bizPut("lost-1"))
+	})
+	if err != nil || out.Verdict != idem.Executed {
+		t.Fatalf("Do = %+v, %v; want executed (the retried commit recognised)", out, err)
+	}
+	if n := f.rec.count("TransactWriteItems"); n != 2 {
+		t.Fatalf("TransactWriteItems calls = %d, want 2 (the first applied, its answer lost)", n)
+	}
+	if !f.bizExists(t, "lost-1") {
+		t.Fatal("business item absent")
+	}
+}
+
+func TestStagedStaleHolderRefusedAsAWhole(t *testing.T) {
+	transactions(t)
+	f := newFixture(t)
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	key := "evt:tx-stale:1"
+	var second idem.Outcome
+	var secondErr error
+	out, err := newRunner(t, f.store, clock).Do(context.Background(), key, []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		// This holder stalls past its lease; another delivery takes over
+		// and commits first.
+		clock.Advance(testLease + time.Second)
+		second, secondErr = newRunner(t, f.store, clock).Do(context.Background(), key, []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+			return []byte(`{"by":"second"}`), ddbstore.Stage(ctx, f.bizPut("second"))
+		})
+		return []byte(`{"by":"stale"}`), ddbstore.Stage(ctx, f.bizPut("stale"))
+	})
+	if secondErr != nil || second.Verdict != idem.Executed {
+		t.Fatalf("delivery that took over = %+v, %v; want executed", second, secondErr)
+	}
+	if !errors.Is(err, idem.ErrLeaseLost) || out.Verdict != idem.OutcomeNotRecorded {
+		t.Fatalf("stale holder's Do = %+v (verdict %s), %v; want ErrLeaseLost", out, out.Verdict, err)
+	}
+	if f.bizExists(t, "stale") || !f.bizExists(t, "second") {
+		t.Fatalf("business items: stale %v, second %v; want only the second's", f.bizExists(t, "stale"), f.bizExists(t, "second"))
+	}
+}
+
+func TestStagedConditionFailureFailsPermanently(t *testing.T) {
+	transactions(t)
+	f := newFixture(t)
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	key := "evt:tx-cond:1"
+	out, err := newRunner(t, f.store, clock).Do(context.Background(), key, []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		debit := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(f.table),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "biz#account-1"}},
+			UpdateExpression:          aws.String("SET balance = balance - :amt"),
+			ConditionExpression:       aws.String("balance >= :amt"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":amt": &types.AttributeValueMemberN{Value: "100"}}}}
+		return []byte(`{"ok":true}`), ddbstore.Stage(ctx, f.bizPut("receipt-1"), debit)
+	})
+	var sw *idem.StagedWriteError
+	if out.Verdict != idem.FailedPermanently || !errors.As(err, &sw) || sw.Index != 1 || !errors.Is(err, idem.ErrStagedConditionFailed) {
+		t.Fatalf("Do = %+v, %v; want failed_permanently for staged write 1's condition", out, err)
+	}
+	if f.bizExists(t, "receipt-1") || f.bizExists(t, "account-1") {
+		t.Fatal("a business write exists although the transaction was refused")
+	}
+	if rec, err := f.store.Get(context.Background(), key, clock.Now()); err != nil || rec.Status != core.StatusFailed || rec.Retryable {
+		t.Fatalf("record = %v, %v; want a permanent failure", rec, err)
+	}
+}
