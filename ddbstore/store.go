@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/blob"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/fit"
 )
@@ -56,6 +57,7 @@ type options struct {
 	layout
 	compressAbove int
 	maxItem       int
+	large         blob.Store // WithLargeResults; nil: results too large are omitted
 }
 
 func defaultOptions() options {
@@ -232,7 +234,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 			}
 			return t.err
 		}
-		existing, found, err := s.blocking(ctx, op, ccf, rec.Key)
+		existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, replayOf(rec, now))
 		if err != nil {
 			return err
 		}
@@ -300,18 +302,30 @@ func (s *Store) ownReservation(ctx context.Context, rec core.Record) bool {
 // error carries (ALL_OLD), or else one consistent read. found is false if the
 // read finds no item.
 func (s *Store) blocking(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string) (core.Record, bool, error) {
+	return s.blockingFor(ctx, op, ccf, key, nil)
+}
+
+// blockingFor is blocking, reading the large result of a record that load
+// selects (see decodeFor).
+func (s *Store) blockingFor(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string, load loadFunc) (core.Record, bool, error) {
 	if len(ccf.Item) > 0 {
-		rec, err := s.decode(ccf.Item)
+		rec, err := s.decodeFor(ctx, op, ccf.Item, load)
 		if err != nil {
-			return core.Record{}, false, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+			return core.Record{}, false, err
 		}
 		return rec, true, nil
 	}
-	return s.read(ctx, op, key)
+	return s.readFor(ctx, op, key, load)
 }
 
 // read is one consistent GetItem of key.
 func (s *Store) read(ctx context.Context, op, key string) (core.Record, bool, error) {
+	return s.readFor(ctx, op, key, nil)
+}
+
+// readFor is read, reading the large result of a record that load selects
+// (see decodeFor).
+func (s *Store) readFor(ctx context.Context, op, key string, load loadFunc) (core.Record, bool, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            s.keyOf(key),
@@ -323,9 +337,9 @@ func (s *Store) read(ctx context.Context, op, key string) (core.Record, bool, er
 	if len(out.Item) == 0 {
 		return core.Record{}, false, nil
 	}
-	rec, err := s.decode(out.Item)
+	rec, err := s.decodeFor(ctx, op, out.Item, load)
 	if err != nil {
-		return core.Record{}, false, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+		return core.Record{}, false, err
 	}
 	return rec, true, nil
 }
@@ -362,7 +376,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	}
 	rec = normalize(rec)
 	rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
-	item, stored, err := s.fitItem(op, rec)
+	item, stored, err := s.fitComplete(ctx, op, rec)
 	if err != nil {
 		return core.Record{}, err
 	}
@@ -391,7 +405,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 		return core.Record{}, rerr
 	}
 	if found && core.SameWrite(existing, rec) {
-		return existing, nil
+		return ownLarge(existing, stored), nil
 	}
 	what := "no record"
 	if found {
@@ -429,7 +443,7 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record
 	if err := s.checkKey(op, key); err != nil {
 		return core.Record{}, err
 	}
-	rec, found, err := s.read(ctx, op, key)
+	rec, found, err := s.readFor(ctx, op, key, liveAt(now))
 	if err != nil {
 		return core.Record{}, err
 	}
