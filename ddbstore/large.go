@@ -178,7 +178,8 @@ func (s *Store) largeError(op, name string, err error) error {
 }
 
 // fitComplete is fitItem, and with a blob store keeps a succeeded result
-// that does not fit the item there (putLarge) instead of omitting it.
+// that does not fit the item there instead of omitting it: it writes the
+// object, and returns the item that points at it only once it is written.
 func (s *Store) fitComplete(ctx context.Context, op string, rec core.Record) (map[string]types.AttributeValue, core.Record, error) {
 	if s.large == nil || rec.Status != core.StatusSucceeded {
 		return s.fitItem(op, rec)
@@ -198,33 +199,35 @@ func (s *Store) fitComplete(ctx context.Context, op string, rec core.Record) (ma
 	if !stored.ResultOmitted {
 		return item, stored, nil
 	}
-	return s.putLarge(ctx, op, stored, rec.Result, body, encoding)
+	largeItem, name, ok := s.largeItem(stored, body, encoding)
+	if !ok {
+		return item, stored, nil // no room even for the reference: omitted, as without a blob store
+	}
+	if err := s.large.Put(ctx, name, body); err != nil {
+		return nil, core.Record{}, s.largeError(op, name, err)
+	}
+	stored.Result, stored.ResultOmitted = rec.Result, false
+	return largeItem, stored, nil
 }
 
-// putLarge writes body, the result in encoding, to the blob store and
-// returns the item that points at it, and stored with its result. The
-// object is written only once the item is known to fit, and the item is
-// returned only once the object is written.
-func (s *Store) putLarge(ctx context.Context, op string, stored core.Record, result, body []byte, encoding string) (map[string]types.AttributeValue, core.Record, error) {
+// largeItem returns the item of stored, a succeeded record without its
+// result, that points at body, the result in encoding, kept in the blob
+// store under name; ok is false if that item would pass the item size
+// limit. The name is unique per outcome: the key's hash, the lease token's
+// hash, the object's SHA-256.
+func (s *Store) largeItem(stored core.Record, body []byte, encoding string) (item map[string]types.AttributeValue, name string, ok bool) {
 	n := &s.names
 	sum := blob.Sum(body)
-	name := idem.HashKey(s.prefix+stored.Key) + "/" + idem.HashKey(stored.LeaseToken) + "-" + sum
+	name = idem.HashKey(s.prefix+stored.Key) + "/" + idem.HashKey(stored.LeaseToken) + "-" + sum
 	stored.ResultOmitted = false
-	item := s.encode(stored, nil, "")
+	item = s.encode(stored, nil, "")
 	item[n.ResultRef] = &types.AttributeValueMemberS{Value: name}
 	item[n.ResultSHA256] = &types.AttributeValueMemberS{Value: sum}
 	item[n.ResultSize] = num(int64(len(body)))
 	if encoding != "" {
 		item[n.ResultEncoding] = &types.AttributeValueMemberS{Value: encoding}
 	}
-	if size := ItemSize(item); size > s.maxItem {
-		return nil, core.Record{}, s.fail(op, ErrItemTooLarge, "record with a large result reference is %d bytes, at most %d", size, s.maxItem)
-	}
-	if err := s.large.Put(ctx, name, body); err != nil {
-		return nil, core.Record{}, s.largeError(op, name, err)
-	}
-	stored.Result = result
-	return item, stored, nil
+	return item, name, ItemSize(item) <= s.maxItem
 }
 
 // ownLarge returns existing, the stored record that a retried completion

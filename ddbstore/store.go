@@ -192,7 +192,10 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 // If that finds no live record (it expired or was deleted in between), the
 // put is tried once more. A blocking record that holds rec's own token is
 // this reservation, applied by an earlier try whose answer was lost (an SDK
-// retry): Reserve returns nil. After a failure that may have been applied
+// retry): Reserve returns nil. A blocking record that a duplicate replays
+// (succeeded, with rec's fingerprint) and whose result is kept in the blob
+// store (WithLargeResults) comes with its result, read with one Get and
+// checked; no other blocking record's is read. After a failure that may have been applied
 // (a timeout, a reset, a 5xx), one consistent GetItem checks for rec's own
 // token in the same way before the error is returned.
 //
@@ -354,8 +357,10 @@ const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s
 // A result of more than the compression threshold is stored gzip-compressed
 // when that makes it smaller. If the item would still exceed the item size
 // limit, a succeeded record is stored without its result and the returned
-// record has ResultOmitted set; a failed record's error message is
-// shortened. Completion never fails for size.
+// record has ResultOmitted set, unless WithLargeResults keeps the result in
+// a blob store (written before the record; a failure to write it fails the
+// completion with ErrLargeResult and writes no record); a failed record's
+// error message is shortened. Completion never fails for size.
 //
 // If the condition fails and the stored record (from the error, or one
 // consistent GetItem where the server does not return it) is this very
@@ -435,6 +440,8 @@ func (s *Store) fitItem(op string, rec core.Record) (map[string]types.AttributeV
 // Get implements idem.Store.Get with one consistent GetItem. A record whose
 // retention has ended at now (its TTL attribute, in seconds, is at or before
 // now) is reported as idem.ErrNotFound even if DynamoDB has not deleted it.
+// A live succeeded record whose result is kept in the blob store
+// (WithLargeResults) is returned with it, read with one Get and checked.
 func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
 	const op = "get"
 	if err := ctx.Err(); err != nil {
