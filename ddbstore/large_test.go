@@ -464,3 +464,32 @@ func TestLargeResultNoBlobCalls(t *testing.T) {
 		t.Fatalf("%d blob puts, %d gets; want 1, 0", puts, gets)
 	}
 }
+
+// A record with no room left even for the reference (a long key and lease
+// token at the item limit) is stored as before the option: outcome kept,
+// body omitted, and nothing written to the blob store.
+func TestLargeResultNoRoomForReference(t *testing.T) {
+	t.Parallel()
+	table, blobs := newMemTable(), &countingBlob{}
+	s, err := ddbstore.New(table, "idem-unit", ddbstore.WithLargeResults(blobs), ddbstore.WithMaxItemSize(smallItem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, token := "unit:"+strings.Repeat("k", 2000), strings.Repeat("t", 1850)
+	res := core.Reserve(key, fp, token, nil, t0, t0.Add(time.Minute), time.Hour)
+	ctx := context.Background()
+	if err := s.Reserve(ctx, res, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Complete(ctx, core.Succeed(res, randomBytes(large), t0.Add(time.Second), time.Hour))
+	if err != nil || !got.ResultOmitted || got.Result != nil {
+		t.Fatalf("Complete: omitted %v, %d bytes, %v; want omitted, no bytes", got.ResultOmitted, len(got.Result), err)
+	}
+	item := table.item(key)
+	if _, ok := item[ddbstore.AttrResultRef]; ok || strAttr(item, ddbstore.AttrStatus) != string(core.StatusSucceeded) {
+		t.Fatalf("item: status %s, reference %v; want succeeded without a reference", strAttr(item, ddbstore.AttrStatus), ok)
+	}
+	if puts, _ := blobs.calls(); puts != 0 {
+		t.Fatalf("%d blob puts, want 0", puts)
+	}
+}
