@@ -180,7 +180,7 @@ func TestWireThroughStore(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	rec := core.Reserve("evt:wire:1", "fp", "tok-1", nil, t0, t0.Add(time.Minute), time.Hour)
-	big := make([]byte, 600<<10)
+	big := make([]byte, 16<<10) // over the 4096-byte item limit below
 	_, _ = rand.Read(big)
 	done := core.Succeed(rec, big, t0.Add(time.Second), time.Hour)
 	ok := fakeaws.Response{Status: 200, Header: http.Header{}}
@@ -201,7 +201,7 @@ func TestWireThroughStore(t *testing.T) {
 			t.Parallel()
 			blobs, _ := fakeStore(t, tc.put, tc.get)
 			table := &fakeTable{}
-			store, err := ddbstore.New(table, "idem-wire", ddbstore.WithLargeResults(blobs))
+			store, err := ddbstore.New(table, "idem-wire", ddbstore.WithLargeResults(blobs), ddbstore.WithMaxItemSize(4096))
 			if err != nil {
 				t.Fatal(err)
 			}
