@@ -195,9 +195,9 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 // retry): Reserve returns nil. A blocking record that a duplicate replays
 // (succeeded, with rec's fingerprint) and whose result is kept in the blob
 // store (WithLargeResults) comes with its result, read with one Get and
-// checked; no other blocking record's is read. After a failure that may have been applied
-// (a timeout, a reset, a 5xx), one consistent GetItem checks for rec's own
-// token in the same way before the error is returned.
+// checked; no other blocking record's is read. After a failure that may
+// have been applied (a timeout, a reset, a 5xx), one consistent GetItem
+// checks for rec's own token in the same way before the error is returned.
 //
 // A key whose item key does not fit DynamoDB's limits (the prefix and the
 // key over 2048 bytes, a sort key value empty or over 1024) or a record
