@@ -28,6 +28,9 @@
 //	result          B     succeeded only: the result, raw or gzip-compressed; absent if empty or omitted
 //	result_encoding S     "gzip" when result is compressed; absent when raw
 //	result_omitted  BOOL  present (true) when the result was too large to keep
+//	result_ref      S     WithLargeResults: the blob store object that holds the result
+//	result_sha256   S     WithLargeResults: the object's hex SHA-256
+//	result_size     N     WithLargeResults: the object's size in bytes
 //
 // A team with a single-table design keeps the records in its own table
 // instead: WithSortKey (a fixed value such as "idempotency#") or
@@ -89,7 +92,12 @@
 // counted as DynamoDB does: attribute names plus values; see ItemSize), the
 // succeeded outcome is stored without its result and with result_omitted: a
 // duplicate is answered "succeeded" (idem.Outcome.ResultOmitted) and the
-// handler does not run again. A completion never fails for size. A
+// handler does not run again. With WithLargeResults, such a result is kept
+// in a blob store (S3, through package s3blob) instead: the object is
+// written first, then the record that holds its name, size and SHA-256, and
+// a replay reads the object with one Get and checks it (ErrLargeResult,
+// with blob.ErrNotFound or blob.ErrMismatch, when it is missing or
+// different). A completion never fails for size. A
 // reservation that cannot fit (a key over 2048 bytes, an enormous token) is
 // refused before any call with a permanent error wrapping ErrKeyTooLarge or
 // ErrItemTooLarge.

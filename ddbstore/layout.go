@@ -60,6 +60,15 @@ type AttributeNames struct {
 	// UpdatedAt names the time of the last write, epoch milliseconds
 	// (default AttrUpdatedAt).
 	UpdatedAt string
+	// ResultRef names the blob store object of a large result (default
+	// AttrResultRef; see WithLargeResults).
+	ResultRef string
+	// ResultSHA256 names the large result object's SHA-256 (default
+	// AttrResultSHA256).
+	ResultSHA256 string
+	// ResultSize names the large result object's size in bytes (default
+	// AttrResultSize).
+	ResultSize string
 }
 
 // field is one of AttributeNames' fields with its default.
@@ -74,6 +83,7 @@ func (n *AttributeNames) fields() []field {
 		{AttrLeaseUntil, &n.LeaseUntil}, {AttrAttempts, &n.Attempts}, {AttrRetryable, &n.Retryable},
 		{AttrError, &n.Error}, {AttrResult, &n.Result}, {AttrResultEncoding, &n.ResultEncoding},
 		{AttrResultOmitted, &n.ResultOmitted}, {AttrUpdatedAt, &n.UpdatedAt},
+		{AttrResultRef, &n.ResultRef}, {AttrResultSHA256, &n.ResultSHA256}, {AttrResultSize, &n.ResultSize},
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/blob"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/fit"
 )
@@ -56,6 +57,7 @@ type options struct {
 	layout
 	compressAbove int
 	maxItem       int
+	large         blob.Store // WithLargeResults; nil: results too large are omitted
 }
 
 func defaultOptions() options {
@@ -190,9 +192,12 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 // If that finds no live record (it expired or was deleted in between), the
 // put is tried once more. A blocking record that holds rec's own token is
 // this reservation, applied by an earlier try whose answer was lost (an SDK
-// retry): Reserve returns nil. After a failure that may have been applied
-// (a timeout, a reset, a 5xx), one consistent GetItem checks for rec's own
-// token in the same way before the error is returned.
+// retry): Reserve returns nil. A blocking record that a duplicate replays
+// (succeeded, with rec's fingerprint) and whose result is kept in the blob
+// store (WithLargeResults) comes with its result, read with one Get and
+// checked; no other blocking record's is read. After a failure that may
+// have been applied (a timeout, a reset, a 5xx), one consistent GetItem
+// checks for rec's own token in the same way before the error is returned.
 //
 // A key whose item key does not fit DynamoDB's limits (the prefix and the
 // key over 2048 bytes, a sort key value empty or over 1024) or a record
@@ -232,7 +237,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 			}
 			return t.err
 		}
-		existing, found, err := s.blocking(ctx, op, ccf, rec.Key)
+		existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, replayOf(rec, now))
 		if err != nil {
 			return err
 		}
@@ -300,18 +305,30 @@ func (s *Store) ownReservation(ctx context.Context, rec core.Record) bool {
 // error carries (ALL_OLD), or else one consistent read. found is false if the
 // read finds no item.
 func (s *Store) blocking(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string) (core.Record, bool, error) {
+	return s.blockingFor(ctx, op, ccf, key, nil)
+}
+
+// blockingFor is blocking, reading the large result of a record that load
+// selects (see decodeFor).
+func (s *Store) blockingFor(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string, load loadFunc) (core.Record, bool, error) {
 	if len(ccf.Item) > 0 {
-		rec, err := s.decode(ccf.Item)
+		rec, err := s.decodeFor(ctx, op, ccf.Item, load)
 		if err != nil {
-			return core.Record{}, false, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+			return core.Record{}, false, err
 		}
 		return rec, true, nil
 	}
-	return s.read(ctx, op, key)
+	return s.readFor(ctx, op, key, load)
 }
 
 // read is one consistent GetItem of key.
 func (s *Store) read(ctx context.Context, op, key string) (core.Record, bool, error) {
+	return s.readFor(ctx, op, key, nil)
+}
+
+// readFor is read, reading the large result of a record that load selects
+// (see decodeFor).
+func (s *Store) readFor(ctx context.Context, op, key string, load loadFunc) (core.Record, bool, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            s.keyOf(key),
@@ -323,9 +340,9 @@ func (s *Store) read(ctx context.Context, op, key string) (core.Record, bool, er
 	if len(out.Item) == 0 {
 		return core.Record{}, false, nil
 	}
-	rec, err := s.decode(out.Item)
+	rec, err := s.decodeFor(ctx, op, out.Item, load)
 	if err != nil {
-		return core.Record{}, false, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+		return core.Record{}, false, err
 	}
 	return rec, true, nil
 }
@@ -340,8 +357,10 @@ const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s
 // A result of more than the compression threshold is stored gzip-compressed
 // when that makes it smaller. If the item would still exceed the item size
 // limit, a succeeded record is stored without its result and the returned
-// record has ResultOmitted set; a failed record's error message is
-// shortened. Completion never fails for size.
+// record has ResultOmitted set, unless WithLargeResults keeps the result in
+// a blob store (written before the record; a failure to write it fails the
+// completion with ErrLargeResult and writes no record); a failed record's
+// error message is shortened. Completion never fails for size.
 //
 // If the condition fails and the stored record (from the error, or one
 // consistent GetItem where the server does not return it) is this very
@@ -362,7 +381,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	}
 	rec = normalize(rec)
 	rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
-	item, stored, err := s.fitItem(op, rec)
+	item, stored, err := s.fitComplete(ctx, op, rec)
 	if err != nil {
 		return core.Record{}, err
 	}
@@ -391,7 +410,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 		return core.Record{}, rerr
 	}
 	if found && core.SameWrite(existing, rec) {
-		return existing, nil
+		return ownLarge(existing, stored), nil
 	}
 	return core.Record{}, s.leaseLost(rec, existing, found)
 }
@@ -427,6 +446,8 @@ func (s *Store) fitItem(op string, rec core.Record) (map[string]types.AttributeV
 // Get implements idem.Store.Get with one consistent GetItem. A record whose
 // retention has ended at now (its TTL attribute, in seconds, is at or before
 // now) is reported as idem.ErrNotFound even if DynamoDB has not deleted it.
+// A live succeeded record whose result is kept in the blob store
+// (WithLargeResults) is returned with it, read with one Get and checked.
 func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
 	const op = "get"
 	if err := ctx.Err(); err != nil {
@@ -435,7 +456,7 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record
 	if err := s.checkKey(op, key); err != nil {
 		return core.Record{}, err
 	}
-	rec, found, err := s.read(ctx, op, key)
+	rec, found, err := s.readFor(ctx, op, key, liveAt(now))
 	if err != nil {
 		return core.Record{}, err
 	}

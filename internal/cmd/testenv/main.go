@@ -21,6 +21,12 @@
 //	IDEM_SQS_SERVER            moto
 //	AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY as above
 //
+// for the S3 API, which every moto server also serves (with -server moto or -sqs moto;
+// S3 clients need path-style addressing against it):
+//
+//	AWS_ENDPOINT_URL_S3        the moto server's endpoint, http://127.0.0.1:PORT
+//	IDEM_S3_SERVER             moto
+//
 // and in every case:
 //
 //	IDEM_RIE                   <repo>/.cache/bin/aws-lambda-rie, when that file exists
@@ -192,6 +198,12 @@ func serverEnv(root string, ddb, sqs, redis *devserver.Server) map[string]string
 	if sqs != nil {
 		env["AWS_ENDPOINT_URL_SQS"] = sqs.Endpoint
 		env["IDEM_SQS_SERVER"] = sqs.Name
+	}
+	for _, srv := range []*devserver.Server{ddb, sqs} {
+		if srv != nil && srv.Name == "moto" {
+			env["AWS_ENDPOINT_URL_S3"] = srv.Endpoint
+			env["IDEM_S3_SERVER"] = srv.Name
+		}
 	}
 	if redis != nil {
 		env["IDEM_REDIS_ADDR"] = redis.Addr

@@ -96,6 +96,7 @@ func TestServerEnv(t *testing.T) {
 	moto := &devserver.Server{Name: "moto", Endpoint: "http://127.0.0.1:3", Addr: "127.0.0.1:3"}
 	redis := &devserver.Server{Name: "redis", Endpoint: "redis://127.0.0.1:2", Addr: "127.0.0.1:2"}
 	aws := map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+	const s3 = "AWS_ENDPOINT_URL_S3"
 	with := func(base map[string]string, kv ...string) map[string]string {
 		out := map[string]string{}
 		for k, v := range base {
@@ -115,11 +116,14 @@ func TestServerEnv(t *testing.T) {
 			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite", "IDEM_DDB_NO_TRANSACTIONS", "1", "IDEM_REDIS_ADDR", "127.0.0.1:2")},
 		{name: "dynalite and moto's SQS", ddb: dynalite, sqs: moto, want: with(aws,
 			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1", "IDEM_DDB_SERVER", "dynalite", "IDEM_DDB_NO_TRANSACTIONS", "1",
-			"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto")},
+			"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto", s3, "http://127.0.0.1:3", "IDEM_S3_SERVER", "moto")},
 		{name: "moto for both", ddb: moto, sqs: moto, want: with(aws,
 			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:3", "IDEM_DDB_SERVER", "moto",
-			"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto")},
-		{name: "SQS only", sqs: moto, want: with(aws, "AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto")},
+			"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto", s3, "http://127.0.0.1:3", "IDEM_S3_SERVER", "moto")},
+		{name: "moto for DynamoDB", ddb: moto, want: with(aws,
+			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:3", "IDEM_DDB_SERVER", "moto", s3, "http://127.0.0.1:3", "IDEM_S3_SERVER", "moto")},
+		{name: "SQS only", sqs: moto, want: with(aws, "AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3", "IDEM_SQS_SERVER", "moto",
+			s3, "http://127.0.0.1:3", "IDEM_S3_SERVER", "moto")},
 		{name: "redis only", redis: redis, want: map[string]string{"IDEM_REDIS_ADDR": "127.0.0.1:2"}},
 	}
 	for _, tt := range tests {
