@@ -39,6 +39,7 @@ const ptPackage = "@aws-lambda-powertools/idempotency"
 
 type peerFlags struct {
 	n, runs, warmup int
+	raceTrials      int
 	only            *regexp.Regexp
 	jsonPath        string
 	mdPath          string
@@ -78,11 +79,31 @@ type ptFigure struct {
 	ExpectExecsPer int64            `json:"expected_executions_per_event"`
 }
 
-// ptRun is run.mjs's output for one run: scenario → mode → figures.
+// ptRun is run.mjs's output for one run: scenario → mode → figures, and c_race.
 type ptRun struct {
 	Run       int                             `json:"run"`
 	N         int                             `json:"n"`
 	Scenarios map[string]map[string]*ptFigure `json:"scenarios"`
+	Race      *ptRace                         `json:"c_race"`
+}
+
+// ptRace is run.mjs's c_race: as raceRun.
+type ptRace struct {
+	ExecutionsPerKey []int64          `json:"executions_per_key"`
+	Outcomes         map[string]int   `json:"outcomes"`
+	WinnerMs         []float64        `json:"winner_ms"`
+	OthersP50Ms      []float64        `json:"others_p50_ms"`
+	Calls            map[string]int64 `json:"calls"`
+}
+
+// peerRace is c_race for one library, over every trial of every run.
+type peerRace struct {
+	Trials         int                `json:"trials"`
+	MaxExecutions  int64              `json:"max_executions_per_key"`
+	Outcomes       map[string]int     `json:"outcomes"`
+	WinnerMedianMs float64            `json:"executing_call_median_ms"`
+	OthersMedianMs float64            `json:"other_calls_median_ms"`
+	CallsPerTrial  map[string]float64 `json:"calls_per_trial"`
 }
 
 type peerMeta struct {
@@ -97,9 +118,10 @@ type peerMeta struct {
 }
 
 type peerReport struct {
-	Meta     peerMeta  `json:"meta"`
-	Rows     []peerRow `json:"rows"`
-	Failures []string  `json:"failures"`
+	Meta     peerMeta             `json:"meta"`
+	Rows     []peerRow            `json:"rows"`
+	Race     map[string]*peerRace `json:"c_race,omitempty"` // "idem", "powertools"
+	Failures []string             `json:"failures"`
 }
 
 // runPeers is `bench peers`: it parses args, runs both libraries and prints the table.
@@ -136,6 +158,7 @@ func parsePeerFlags(args []string) (peerFlags, error) {
 	fs.IntVar(&pf.n, "n", defaultN(), "events per scenario and mode (default: $BENCH_N, else 2000)")
 	fs.IntVar(&pf.runs, "runs", 3, "runs of each library (alternating which goes first); the median is reported")
 	fs.IntVar(&pf.warmup, "warmup", 200, "unmeasured warm-up per run and mode: this many unique events, then the same again")
+	fs.IntVar(&pf.raceTrials, "race-trials", 10, "trials per run for c_race")
 	fs.StringVar(&only, "only", "", "run only the scenarios whose name matches this regular expression")
 	fs.StringVar(&pf.jsonPath, "json", "", "also write the JSON document to this file")
 	fs.StringVar(&pf.mdPath, "md", "", "also write the Markdown table to this file")
@@ -144,8 +167,8 @@ func parsePeerFlags(args []string) (peerFlags, error) {
 	if err := fs.Parse(args); err != nil {
 		return pf, err
 	}
-	if pf.n < 1 || pf.runs < 1 || pf.warmup < 0 {
-		return pf, errors.New("-n and -runs must be positive, -warmup not negative")
+	if pf.n < 1 || pf.runs < 1 || pf.raceTrials < 1 || pf.warmup < 0 {
+		return pf, errors.New("-n, -runs and -race-trials must be positive, -warmup not negative")
 	}
 	names := peerScenarioNames()
 	pat := "^(" + strings.Join(names, "|") + ")$"
@@ -169,13 +192,14 @@ func parsePeerFlags(args []string) (peerFlags, error) {
 	return pf, nil
 }
 
-// peerScenarioNames are the workload's per-event scenarios, which both libraries run.
+// peerScenarioNames are the scenarios both libraries run: the workload's per-event ones
+// and c_race.
 func peerScenarioNames() []string {
 	var names []string
 	for _, sc := range workload() {
 		names = append(names, sc.Name)
 	}
-	return names
+	return append(names, "c_race")
 }
 
 // peers starts dynalite and the counting proxy, runs both libraries pf.runs times each and
@@ -208,7 +232,7 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := flags{n: pf.n, runs: pf.runs, warmup: pf.warmup, only: pf.only, raceTrials: 1, sqsReps: 1}
+	f := flags{n: pf.n, runs: pf.runs, warmup: pf.warmup, only: pf.only, raceTrials: pf.raceTrials, sqsReps: 1}
 	idemRep := newReport(f)
 	b := &bench{ctx: ctx, client: client, proxy: prx, dynaPID: dyn.PID, n: pf.n, warmup: pf.warmup}
 	var pt []ptRun
@@ -233,6 +257,7 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 		Powertools: ptPackage + "@" + ptVersion, Machine: machine(root), Notes: peerNotes}}
 	rep.Rows, rep.Failures = peerRows(idemRep, pt, pf.n)
 	rep.Failures = append(slices.Clone(idemRep.Failures), rep.Failures...)
+	rep.Race, rep.Failures = peerRaces(idemRep.races, pt, rep.Failures)
 	rep.Meta.DurationS = round(time.Since(start).Seconds(), 1)
 	return rep, nil
 }
@@ -268,7 +293,7 @@ func runDriver(ctx context.Context, pf peerFlags, endpoint string, r int) (ptRun
 	out := filepath.Join(dir, "powertools.json")
 	cmd := exec.CommandContext(ctx, pf.node, "--expose-gc", "--disable-warning=Warning", pf.driver,
 		"--endpoint", endpoint, "--n", fmt.Sprint(pf.n), "--warmup", fmt.Sprint(pf.warmup),
-		"--run", fmt.Sprint(r), "--only", pf.only.String(), "--out", out)
+		"--run", fmt.Sprint(r), "--race-trials", fmt.Sprint(pf.raceTrials), "--only", pf.only.String(), "--out", out)
 	cmd.Dir = filepath.Dir(pf.driver)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -315,6 +340,56 @@ func peerRows(idemRep *report, pt []ptRun, n int) ([]peerRow, []string) {
 		}
 	}
 	return rows, failures
+}
+
+// peerRaces summarizes both libraries' c_race runs (nil when neither ran it) and adds a
+// failure for each Powertools trial whose key ran more than once (idem's are added by
+// report.addRace).
+func peerRaces(idemRuns []raceRun, pt []ptRun, failures []string) (map[string]*peerRace, []string) {
+	var ptRuns []raceRun
+	for _, run := range pt {
+		if run.Race == nil {
+			continue
+		}
+		rr := raceRun(*run.Race)
+		ptRuns = append(ptRuns, rr)
+		for i, e := range rr.ExecutionsPerKey {
+			if e != 1 {
+				failures = append(failures, fmt.Sprintf("powertools c_race run %d trial %d: the handler ran %d times for one key", run.Run, i, e))
+			}
+		}
+	}
+	if len(idemRuns) == 0 && len(ptRuns) == 0 {
+		return nil, failures
+	}
+	return map[string]*peerRace{"idem": summarizeRace(idemRuns), "powertools": summarizeRace(ptRuns)}, failures
+}
+
+// summarizeRace pools c_race's trials over runs: the most executions of one key, the
+// outcomes, the median latencies and the median calls per trial.
+func summarizeRace(runs []raceRun) *peerRace {
+	pr := &peerRace{Outcomes: map[string]int{}, CallsPerTrial: map[string]float64{}}
+	var win, oth []float64
+	calls := map[string][]float64{}
+	for _, rr := range runs {
+		pr.Trials += len(rr.ExecutionsPerKey)
+		for _, e := range rr.ExecutionsPerKey {
+			pr.MaxExecutions = max(pr.MaxExecutions, e)
+		}
+		for k, v := range rr.Outcomes {
+			pr.Outcomes[k] += v
+		}
+		win = append(win, rr.WinnerMs...)
+		oth = append(oth, rr.OthersP50Ms...)
+		for k, v := range rr.Calls {
+			calls[k] = append(calls[k], float64(v)/float64(max(1, len(rr.ExecutionsPerKey))))
+		}
+	}
+	pr.WinnerMedianMs, pr.OthersMedianMs = round(median(win), 2), round(median(oth), 2)
+	for k, v := range calls {
+		pr.CallsPerTrial[k] = round(median(v), 1)
+	}
+	return pr
 }
 
 func fromMeasured(m measured, n int) peerFigures {
@@ -466,7 +541,33 @@ func peersMarkdown(rep *peerReport) string {
 	}
 	fmt.Fprintf(&sb, "\nidem's calls ≤ Powertools' in %d of %d rows; idem's p50 ≤ 0.6× Powertools' in %d of %d rows", callsMet, rows, p50Met, rows)
 	sb.WriteString(" (P PutItem, G GetItem, U UpdateItem, D DeleteItem; ref. rows are one plain PutItem through each SDK, not part of the targets).\n")
+	if i, p := rep.Race["idem"], rep.Race["powertools"]; i != nil && p != nil {
+		raceMarkdown(&sb, i, p)
+	}
 	return sb.String()
+}
+
+// raceMarkdown renders c_race for both libraries.
+func raceMarkdown(sb *strings.Builder, i, p *peerRace) {
+	fmt.Fprintf(sb, "\nc_race: %d concurrent calls with one key, the handler sleeps %d ms; %d trials of idem, %d of Powertools.\n\n",
+		raceCallers, raceSleep/time.Millisecond, i.Trials, p.Trials)
+	sb.WriteString("| c_race | idem | Powertools |\n|---|---|---|\n")
+	fmt.Fprintf(sb, "| most executions of one key | %d | %d |\n", i.MaxExecutions, p.MaxExecutions)
+	fmt.Fprintf(sb, "| outcomes | %s | %s |\n", outcomesText(i.Outcomes), outcomesText(p.Outcomes))
+	fmt.Fprintf(sb, "| executing call, median ms | %.2f | %.2f |\n", i.WinnerMedianMs, p.WinnerMedianMs)
+	fmt.Fprintf(sb, "| other calls, median ms | %.2f | %.2f |\n", i.OthersMedianMs, p.OthersMedianMs)
+	fmt.Fprintf(sb, "| calls per trial | %s | %s |\n", callsText(i.CallsPerTrial), callsText(p.CallsPerTrial))
+	ok := totalCalls(i.CallsPerTrial) <= totalCalls(p.CallsPerTrial)+1e-9
+	fmt.Fprintf(sb, "| idem calls ≤ PT | %s | |\n", yesNo(ok))
+}
+
+// outcomesText writes outcome counts in name order: "executed 10, in_progress 310".
+func outcomesText(outs map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(outs)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, outs[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func writePeerFiles(rep *peerReport, md string, pf peerFlags) error {

@@ -221,9 +221,9 @@ func TestParsePeerFlags(t *testing.T) {
 		noMatch []string
 		wantErr bool
 	}{
-		{"every scenario", nil, []string{"a_unique", "e_retry", "ref_sdk_putitem"}, []string{"c_race", "stores", "a_unique_x"}, false},
+		{"every scenario", nil, []string{"a_unique", "e_retry", "ref_sdk_putitem", "c_race"}, []string{"sqs_batch10", "stores", "a_unique_x"}, false},
 		{"only", []string{"-only", "^e_"}, []string{"e_throw", "e_retry"}, []string{"a_unique", "c_race"}, false},
-		{"only matches no shared scenario", []string{"-only", "c_race"}, nil, nil, true},
+		{"only matches no shared scenario", []string{"-only", "sqs|coldstart"}, nil, nil, true},
 		{"bad pattern", []string{"-only", "("}, nil, nil, true},
 		{"n zero", []string{"-n", "0"}, nil, nil, true},
 	}
@@ -248,5 +248,45 @@ func TestParsePeerFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPeerRaces(t *testing.T) {
+	t.Parallel()
+	idemRuns := []raceRun{
+		{ExecutionsPerKey: []int64{1, 1}, Outcomes: map[string]int{"executed": 2, "in_progress": 62}, WinnerMs: []float64{60, 80},
+			OthersP50Ms: []float64{10, 30}, Calls: map[string]int64{"PutItem": 66, "GetItem": 62}},
+		{ExecutionsPerKey: []int64{1, 1}, Outcomes: map[string]int{"executed": 2, "replayed": 62}, WinnerMs: []float64{70, 90},
+			OthersP50Ms: []float64{20, 40}, Calls: map[string]int64{"PutItem": 70, "GetItem": 62}},
+	}
+	pt := []ptRun{
+		{Run: 1, Race: &ptRace{ExecutionsPerKey: []int64{1, 2}, Outcomes: map[string]int{"executed": 3, "in_progress": 61},
+			WinnerMs: []float64{100, 120, 140}, OthersP50Ms: []float64{50, 70}, Calls: map[string]int64{"PutItem": 64, "GetItem": 62, "UpdateItem": 2}}},
+		{Run: 2}, // c_race not run (-only)
+	}
+	races, failures := peerRaces(idemRuns, pt, []string{"earlier"})
+	i, p := races["idem"], races["powertools"]
+	if i.Trials != 4 || i.MaxExecutions != 1 || i.Outcomes["executed"] != 4 || i.Outcomes["replayed"] != 62 {
+		t.Errorf("idem race = %+v", i)
+	}
+	// Per trial: PutItem 33 and 35 (median 34), GetItem 31 in both runs.
+	if i.CallsPerTrial["PutItem"] != 34 || i.CallsPerTrial["GetItem"] != 31 || i.WinnerMedianMs != 75 || i.OthersMedianMs != 25 {
+		t.Errorf("idem race figures = %+v", i)
+	}
+	if p.Trials != 2 || p.MaxExecutions != 2 || p.WinnerMedianMs != 120 || callsText(p.CallsPerTrial) != "64 (31G+32P+1U)" {
+		t.Errorf("powertools race = %+v, calls %s", p, callsText(p.CallsPerTrial))
+	}
+	if len(failures) != 2 || failures[0] != "earlier" || !strings.Contains(failures[1], "powertools c_race run 1 trial 1: the handler ran 2 times") {
+		t.Errorf("failures = %q", failures)
+	}
+	md := peersMarkdown(&peerReport{Race: races})
+	for _, want := range []string{"| most executions of one key | 1 | 2 |", "| outcomes | executed 4, in_progress 62, replayed 62 | executed 3, in_progress 61 |",
+		"| calls per trial | 65 (31G+34P) | 64 (31G+32P+1U) |", "| idem calls ≤ PT | **no** | |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if races, _ := peerRaces(nil, []ptRun{{Run: 1}}, nil); races != nil {
+		t.Errorf("peerRaces with no c_race = %v, want nil", races)
 	}
 }

@@ -33,6 +33,7 @@ const { values: opts } = parseArgs({
     warmup: { type: 'string', default: '200' },
     run: { type: 'string', default: '1' },
     only: { type: 'string', default: '' },
+    'race-trials': { type: 'string', default: '10' },
     out: { type: 'string' },
   },
 });
@@ -44,6 +45,9 @@ const N = Number(opts.n);
 const WARMUP = Number(opts.warmup);
 const RUN = Number(opts.run);
 const ONLY = opts.only ? new RegExp(opts.only) : null;
+const RACE_TRIALS = Number(opts['race-trials']);
+const RACE_CALLERS = 32;
+const RACE_SLEEP_MS = 50;
 
 const client = new DynamoDBClient({
   region: 'us-east-1',
@@ -52,13 +56,12 @@ const client = new DynamoDBClient({
 });
 
 // Event i of a scenario (docs/benchmarks.md): the key is its id.
+function makeEvent(scenario, mode, i, amount) {
+  return { id: `${scenario}-${mode}-${i}`, n: i, amount, currency: 'EUR' };
+}
+
 function makeEvents(scenario, mode, n, amountDelta = 0) {
-  const evs = [];
-  for (let i = 0; i < n; i++) {
-    const id = `${scenario}-${mode}-${i}`;
-    evs.push({ id, n: i, amount: 100 + i + amountDelta, currency: 'EUR' });
-  }
-  return evs;
+  return Array.from({ length: n }, (_, i) => makeEvent(scenario, mode, i, 100 + i + amountDelta));
 }
 
 // A Lambda context whose deadline is INVOCATION_MS from the start of the call: Powertools
@@ -82,11 +85,13 @@ class TransientError extends Error {
 // counter counts the handler's executions.
 const counter = { execs: 0 };
 
-// handler marks the call's Lambda context, so that each call knows whether its handler ran.
-function handler(throwIt) {
+// handler marks the call's Lambda context, so that each call knows whether its handler ran;
+// it sleeps sleepMs first when asked (c_race).
+function handler(throwIt, sleepMs = 0) {
   return async (event, context) => {
     counter.execs++;
     context.executed = true;
+    if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
     if (throwIt) throw new TransientError();
     return { ok: true, id: event.id, n: event.n };
   };
@@ -96,10 +101,10 @@ function handler(throwIt) {
 // adds IdempotencyConfig options (payload validation, local cache). A persistence layer
 // keeps the first configuration it sees, so each configuration gets its own layer; all
 // share one SDK client.
-function idempotent(throwIt, extra = {}) {
+function idempotent(throwIt, extra = {}, sleepMs = 0) {
   const config = new IdempotencyConfig({ eventKeyJmesPath: 'id', expiresAfterSeconds: RETENTION_S, ...extra });
   const persistenceStore = new DynamoDBPersistenceLayer({ tableName: TABLE, awsSdkV3Client: client });
-  return makeIdempotent(handler(throwIt), { persistenceStore, config, keyPrefix: KEY_PREFIX });
+  return makeIdempotent(handler(throwIt, sleepMs), { persistenceStore, config, keyPrefix: KEY_PREFIX });
 }
 
 // outcome names what a call got, in idem's vocabulary where one applies.
@@ -271,6 +276,47 @@ async function drive(evs, conc, fn) {
   };
 }
 
+// race fires RACE_CALLERS calls with one key at once, RACE_TRIALS times (c_race): how many
+// times the handler ran per key, what the calls got, their latencies and the calls made.
+async function race() {
+  const fn = idempotent(false, {}, RACE_SLEEP_MS);
+  const res = { executions_per_key: [], outcomes: {}, winner_ms: [], others_p50_ms: [] };
+  const c0 = await counts();
+  for (let t = 0; t < RACE_TRIALS; t++) {
+    const ev = makeEvent('c_race', 'c32', t, 100 + t);
+    const execs0 = counter.execs;
+    const calls = Array.from({ length: RACE_CALLERS }, async () => {
+      const context = lambdaContext();
+      const s = process.hrtime.bigint();
+      let err = null;
+      try {
+        await fn(ev, context);
+      } catch (e) {
+        err = e;
+      }
+      return { ms: Number(process.hrtime.bigint() - s) / 1e6, o: outcome(err, context.executed === true) };
+    });
+    const done = await Promise.all(calls);
+    res.executions_per_key.push(counter.execs - execs0);
+    const others = [];
+    for (const { ms, o } of done) {
+      res.outcomes[o] = (res.outcomes[o] ?? 0) + 1;
+      if (o === 'executed') res.winner_ms.push(ms);
+      else others.push(ms);
+    }
+    others.sort((a, b) => a - b);
+    res.others_p50_ms.push(percentile(others, 0.5));
+  }
+  const c1 = await counts();
+  res.calls = {};
+  for (const [k, v] of Object.entries(c1)) {
+    const d = v - (c0[k] ?? 0);
+    if (d !== 0) res.calls[k] = d;
+  }
+  console.error(`powertools run ${RUN} c_race executions per key ${JSON.stringify(res.executions_per_key)}, outcomes ${JSON.stringify(res.outcomes)}, calls ${JSON.stringify(res.calls)}`);
+  return res;
+}
+
 async function createTable() {
   await client.send(new CreateTableCommand({
     TableName: TABLE,
@@ -320,6 +366,7 @@ async function main() {
         console.error(`powertools run ${RUN} ${sc.name.padEnd(22)} ${m.name.padEnd(4)} p50 ${fig.p50_ms.toFixed(2).padStart(6)} ms  p99 ${fig.p99_ms.toFixed(2).padStart(6)} ms  cpu ${fig.client_cpu_us_per_event.toFixed(0).padStart(5)} µs/ev  calls ${JSON.stringify(fig.calls)}  ${JSON.stringify(fig.outcomes)}`);
       }
     }
+    if (!ONLY || ONLY.test('c_race')) result.c_race = await race();
   } finally {
     await client.send(new DeleteTableCommand({ TableName: TABLE })).catch((e) => console.error(`delete table ${TABLE}: ${e.message}`));
   }
