@@ -41,7 +41,7 @@ SAM_ENV       := AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_SESSION_T
 BENCH_N ?= 2000
 # bench-peers: events per scenario and mode, and runs of each library. Powertools for AWS
 # Lambda (TypeScript) idempotency is installed in PEERS_DIR (its own package.json and lock).
-BENCH_PEERS_N    ?= 300
+BENCH_PEERS_N    ?= 200
 BENCH_PEERS_RUNS ?= 3
 PEERS_DIR        := bench/peers/powertools
 # An already-running LocalStack, for test-localstack.

@@ -34,8 +34,11 @@ import (
 // p50Target is the latency target: idem's p50 at most this fraction of Powertools'.
 const p50Target = 0.6
 
-// ptPackage is the npm package measured beside idem.
-const ptPackage = "@aws-lambda-powertools/idempotency"
+// ptPackage is the npm package measured beside idem, and ptSDK the DynamoDB client it uses.
+const (
+	ptPackage = "@aws-lambda-powertools/idempotency"
+	ptSDK     = "@aws-sdk/client-dynamodb"
+)
 
 type peerFlags struct {
 	n, runs, warmup int
@@ -213,10 +216,16 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 	if pf.driver == "" {
 		pf.driver = filepath.Join(root, "bench", "peers", "powertools", "run.mjs")
 	}
-	ptVersion, err := installedVersion(filepath.Join(filepath.Dir(pf.driver), "node_modules", ptPackage))
+	modules := filepath.Join(filepath.Dir(pf.driver), "node_modules")
+	ptVersion, err := installedVersion(filepath.Join(modules, ptPackage))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not installed beside %s (make bench-peers installs it): %w", ptPackage, pf.driver, err)
 	}
+	sdkVersion, err := installedVersion(filepath.Join(modules, ptSDK))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not installed beside %s (make bench-peers installs it): %w", ptSDK, pf.driver, err)
+	}
+	mach := machine(root)
 	dyn, err := devserver.StartDynalite(ctx, root)
 	if err != nil {
 		return nil, err
@@ -254,11 +263,12 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 		}
 	}
 	rep := &peerReport{Meta: peerMeta{Started: start.UTC().Format(time.RFC3339), N: pf.n, Runs: pf.runs, Warmup: pf.warmup,
-		Powertools: ptPackage + "@" + ptVersion, Machine: machine(root), Notes: peerNotes}}
+		Powertools: ptPackage + "@" + ptVersion + " with " + ptSDK + "@" + sdkVersion, Machine: mach, Notes: peerNotes}}
 	rep.Rows, rep.Failures = peerRows(idemRep, pt, pf.n)
 	rep.Failures = append(slices.Clone(idemRep.Failures), rep.Failures...)
 	rep.Race, rep.Failures = peerRaces(idemRep.races, pt, rep.Failures)
 	rep.Meta.DurationS = round(time.Since(start).Seconds(), 1)
+	rep.Meta.Machine.LoadAvgEnd = loadAvg()
 	return rep, nil
 }
 
@@ -517,8 +527,9 @@ func yesNo(ok bool) string {
 func peersMarkdown(rep *peerReport) string {
 	var sb strings.Builder
 	m := rep.Meta
-	fmt.Fprintf(&sb, "idem beside %s, N=%d per scenario and mode, median of %d runs; %d CPU(s) %s, %s, Node %s; started %s.\n\n",
-		m.Powertools, m.N, m.Runs, m.Machine.NumCPU, m.Machine.CPUModel, m.Machine.GoVersion, m.Machine.Node, m.Started)
+	fmt.Fprintf(&sb, "idem beside %s, N=%d per scenario and mode, median of %d runs; %d CPU(s) %s, %s, Node %s; started %s, load average %s at the start, %s at the end.\n\n",
+		m.Powertools, m.N, m.Runs, m.Machine.NumCPU, m.Machine.CPUModel, m.Machine.GoVersion, m.Machine.Node, m.Started,
+		m.Machine.LoadAvgStart, m.Machine.LoadAvgEnd)
 	sb.WriteString("| scenario | mode | p50 ms idem / PT (ratio) | p99 ms idem / PT (ratio) | client CPU µs/event idem / PT (ratio) | calls/event idem / PT | idem calls ≤ PT | idem p50 ≤ 0.6× PT |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|---|\n")
 	var rows, callsMet, p50Met int
