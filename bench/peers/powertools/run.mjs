@@ -12,7 +12,12 @@
 // the wire the same way), handler executions and outcomes. Progress goes to stderr.
 
 import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -48,6 +53,8 @@ const ONLY = opts.only ? new RegExp(opts.only) : null;
 const RACE_TRIALS = Number(opts['race-trials']);
 const RACE_CALLERS = 32;
 const RACE_SLEEP_MS = 50;
+// A fresh table per run, as idem's.
+const TABLE = `powertools_bench_r${RUN}`;
 
 const client = new DynamoDBClient({
   region: 'us-east-1',
@@ -110,16 +117,10 @@ function idempotent(throwIt, extra = {}, sleepMs = 0) {
 // outcome names what a call got, in idem's vocabulary where one applies.
 function outcome(err, executed) {
   if (!err) return executed ? 'executed' : 'replayed';
-  switch (err.name) {
-    case 'IdempotencyValidationError':
-      return 'key_reused';
-    case 'IdempotencyAlreadyInProgressError':
-      return 'in_progress';
-    case 'TransientError':
-      return 'handler_error';
-    default:
-      return 'error';
-  }
+  if (err instanceof IdempotencyValidationError) return 'key_reused';
+  if (err instanceof IdempotencyAlreadyInProgressError) return 'in_progress';
+  if (err instanceof TransientError) return 'handler_error';
+  return 'error';
 }
 
 // setupLayer returns a persistence layer configured as the wrapped handlers' ones (same
@@ -146,8 +147,8 @@ const prewriteExpiredCompleted = (evs) => {
 };
 
 // The workload's scenarios, in order: each one that resends events follows the one that
-// first sent them. wrap(mode) returns the wrapped call; expect and execs are the outcome
-// every call must get and the handler's executions per event.
+// first sent them. fn(mode) returns the wrapped call, (event, context) => result; expect
+// and execs are the outcome every call must get and the handler's executions per event.
 function scenarios() {
   const base = idempotent(false);
   const throwing = idempotent(true);
@@ -331,8 +332,6 @@ async function createTable() {
   }
   throw new Error(`table ${TABLE} not active after 5 s`);
 }
-
-const TABLE = `powertools_bench_r${RUN}`;
 
 async function main() {
   const result = { library: '@aws-lambda-powertools/idempotency', run: RUN, n: N, warmup: WARMUP, scenarios: {} };
