@@ -161,10 +161,12 @@ bench-smoke: deps
 # bench-peers: idem and Powertools for AWS Lambda (TypeScript) idempotency, side by side on one
 # dynalite (docs/benchmarks.md); not part of test. Needs node and npm.
 bench-peers: $(STAMPS)/go-mod node_modules/.idem-stamp $(PEERS_DIR)/node_modules/.idem-stamp
+	@command -v node >/dev/null || { echo "bench-peers needs node (Node.js 20 or later) on PATH" >&2; exit 1; }
 	$(GO) run ./cmd/bench peers -n $(BENCH_PEERS_N) -runs $(BENCH_PEERS_RUNS) \
 		-json $(CACHE)/bench-peers.json -md $(CACHE)/bench-peers.md
 
 $(PEERS_DIR)/node_modules/.idem-stamp: $(PEERS_DIR)/package.json $(PEERS_DIR)/package-lock.json
+	@command -v $(NPM) >/dev/null || { echo "bench-peers needs $(NPM) (Node.js 20 or later) on PATH" >&2; exit 1; }
 	$(NPM) ci --prefix $(PEERS_DIR) --ignore-scripts --no-audit --no-fund
 	@touch $@
 

@@ -245,22 +245,13 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 	idemRep := newReport(f)
 	b := &bench{ctx: ctx, client: client, proxy: prx, dynaPID: dyn.PID, n: pf.n, warmup: pf.warmup}
 	var pt []ptRun
-	for r := 1; r <= pf.runs; r++ {
-		idemRun := func() error { return b.oneRun(idemRep, client, f, r) }
-		ptRunFn := func() error {
-			res, err := runDriver(ctx, pf, prx.Endpoint, r)
-			pt = append(pt, res)
-			return err
-		}
-		steps := []func() error{idemRun, ptRunFn}
-		if r%2 == 0 {
-			steps[0], steps[1] = steps[1], steps[0]
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return nil, fmt.Errorf("run %d: %w", r, err)
-			}
-		}
+	err = alternate(pf.runs, func(r int) error { return b.oneRun(idemRep, client, f, r) }, func(r int) error {
+		res, err := runDriver(ctx, pf, prx.Endpoint, r)
+		pt = append(pt, res)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	rep := &peerReport{Meta: peerMeta{Started: start.UTC().Format(time.RFC3339), N: pf.n, Runs: pf.runs, Warmup: pf.warmup,
 		Powertools: ptPackage + "@" + ptVersion + " with " + ptSDK + "@" + sdkVersion, Machine: mach, Notes: peerNotes}}
@@ -270,6 +261,23 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 	rep.Meta.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.Meta.Machine.LoadAvgEnd = loadAvg()
 	return rep, nil
+}
+
+// alternate calls idem(r) and pt(r) for r = 1..runs, idem first in odd runs and second in
+// even ones, so that a drift of the machine's load favours neither; it stops at the first error.
+func alternate(runs int, idem, pt func(r int) error) error {
+	for r := 1; r <= runs; r++ {
+		steps := []func(int) error{idem, pt}
+		if r%2 == 0 {
+			steps[0], steps[1] = pt, idem
+		}
+		for _, step := range steps {
+			if err := step(r); err != nil {
+				return fmt.Errorf("run %d: %w", r, err)
+			}
+		}
+	}
+	return nil
 }
 
 var peerNotes = []string{

@@ -1,7 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +295,74 @@ func TestPeerRaces(t *testing.T) {
 	}
 	if races, _ := peerRaces(nil, []ptRun{{Run: 1}}, nil); races != nil {
 		t.Errorf("peerRaces with no c_race = %v, want nil", races)
+	}
+}
+
+func TestAlternate(t *testing.T) {
+	t.Parallel()
+	var order []string
+	step := func(name string) func(int) error {
+		return func(r int) error { order = append(order, fmt.Sprintf("%s%d", name, r)); return nil }
+	}
+	if err := alternate(4, step("idem"), step("pt")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"idem1", "pt1", "pt2", "idem2", "idem3", "pt3", "pt4", "idem4"}
+	if !slices.Equal(order, want) {
+		t.Errorf("order = %v, want %v", order, want)
+	}
+
+	boom := errors.New("boom")
+	order = nil
+	err := alternate(3, step("idem"), func(r int) error {
+		if r == 2 {
+			return boom
+		}
+		return step("pt")(r)
+	})
+	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "run 2: ") {
+		t.Errorf("err = %v, want boom in run 2", err)
+	}
+	if want := []string{"idem1", "pt1"}; !slices.Equal(order, want) {
+		t.Errorf("order before the error = %v, want %v", order, want)
+	}
+}
+
+// TestRunDriver runs a stand-in for node that checks the arguments it is given and writes
+// driverOutput where --out says.
+func TestRunDriver(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fixture := filepath.Join(dir, "fixture.json")
+	if err := os.WriteFile(fixture, []byte(driverOutput), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fakeNode := filepath.Join(dir, "node")
+	script := `#!/bin/sh
+args="$*"
+while [ $# -gt 0 ]; do
+  case "$1" in --out) out="$2" ;; esac
+  shift
+done
+case "$args" in
+  *"--expose-gc "*"/run.mjs --endpoint http://127.0.0.1:9 --n 4 --warmup 1 --run 2 --race-trials 3 --only ^(e_retry)$ --out "*) cp "` + fixture + `" "$out" ;;
+  *) echo "unexpected arguments: $args" >&2; exit 3 ;;
+esac
+`
+	if err := os.WriteFile(fakeNode, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pf := peerFlags{n: 4, warmup: 1, raceTrials: 3, only: regexp.MustCompile(`^(e_retry)$`), node: fakeNode, driver: filepath.Join(dir, "run.mjs")}
+	got, err := runDriver(context.Background(), pf, "http://127.0.0.1:9", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Run != 2 || got.Scenarios["e_retry"]["seq"].Calls["UpdateItem"] != 4 {
+		t.Errorf("runDriver = %+v", got)
+	}
+
+	pf.n = 5 // the stand-in exits 3 on other arguments
+	if _, err := runDriver(context.Background(), pf, "http://127.0.0.1:9", 2); err == nil {
+		t.Error("runDriver succeeded although the driver failed")
 	}
 }
