@@ -39,6 +39,11 @@ SAM_ENV       := AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_SESSION_T
                  AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 # Invocations for the benchmark (passed to cmd/bench as BENCH_N).
 BENCH_N ?= 2000
+# bench-peers: events per scenario and mode, and runs of each library. Powertools for AWS
+# Lambda (TypeScript) idempotency is installed in PEERS_DIR (its own package.json and lock).
+BENCH_PEERS_N    ?= 200
+BENCH_PEERS_RUNS ?= 3
+PEERS_DIR        := bench/peers/powertools
 # An already-running LocalStack, for test-localstack.
 LOCALSTACK_ENDPOINT ?= http://127.0.0.1:4566
 
@@ -46,7 +51,7 @@ LOCALSTACK_ENDPOINT ?= http://127.0.0.1:4566
 # pattern like ./ddbstore/... while that directory is not written yet).
 existing = $(strip $(foreach p,$(1),$(if $(wildcard $(patsubst %/...,%,$(p))),$(p))))
 
-.PHONY: deps redis-server test sam-check cover demo bench bench-smoke test-localstack clean
+.PHONY: deps redis-server test sam-check cover demo bench bench-smoke bench-peers test-localstack clean
 
 # deps: install everything the tests need, each step only when missing or out of date:
 # Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator,
@@ -152,6 +157,18 @@ bench: deps
 bench-smoke: deps
 	$(GO) run ./cmd/bench -n 50 -runs 1 -warmup 20 -coldstarts 2 -sqs-reps 2 -race-trials 2 -json $(CACHE)/bench-smoke.json > $(CACHE)/bench-smoke.txt
 	@echo "bench smoke: ok ($$(wc -c < $(CACHE)/bench-smoke.json) bytes of JSON)"
+
+# bench-peers: idem and Powertools for AWS Lambda (TypeScript) idempotency, side by side on one
+# dynalite (docs/benchmarks.md); not part of test. Needs node and npm.
+bench-peers: $(STAMPS)/go-mod node_modules/.idem-stamp $(PEERS_DIR)/node_modules/.idem-stamp
+	@command -v node >/dev/null || { echo "bench-peers needs node (Node.js 20 or later) on PATH" >&2; exit 1; }
+	$(GO) run ./cmd/bench peers -n $(BENCH_PEERS_N) -runs $(BENCH_PEERS_RUNS) \
+		-json $(CACHE)/bench-peers.json -md $(CACHE)/bench-peers.md
+
+$(PEERS_DIR)/node_modules/.idem-stamp: $(PEERS_DIR)/package.json $(PEERS_DIR)/package-lock.json
+	@command -v $(NPM) >/dev/null || { echo "bench-peers needs $(NPM) (Node.js 20 or later) on PATH" >&2; exit 1; }
+	$(NPM) ci --prefix $(PEERS_DIR) --ignore-scripts --no-audit --no-fund
+	@touch $@
 
 # test-localstack: the DynamoDB store and end-to-end tests against an already-running
 # LocalStack at LOCALSTACK_ENDPOINT (DynamoDB and SQS; not available on machines without Docker).

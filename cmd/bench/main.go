@@ -5,6 +5,9 @@
 //
 //	go run ./cmd/bench [-n 2000] [-runs 3] [-json out.json] [-md out.md]
 //
+// `go run ./cmd/bench peers` runs the same scenarios with idem and with Powertools for
+// AWS Lambda (TypeScript) idempotency side by side (peers.go).
+//
 // Every server it starts (dynalite, the proxy, moto, the Lambda runtime
 // interface emulator) listens on 127.0.0.1 only and is stopped by its PID
 // on exit, on error and on SIGINT/SIGTERM. Progress goes to stderr.
@@ -60,6 +63,9 @@ type flags struct {
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "-proxy-child" {
 		os.Exit(runProxyChild(os.Args[2]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "peers" {
+		os.Exit(runPeers(os.Args[2:]))
 	}
 	os.Exit(run())
 }
