@@ -60,6 +60,7 @@ type config struct {
 	token           func() string
 	logger          *slog.Logger
 	cacheSize       int
+	renewEvery      time.Duration // WithLeaseRenewal; 0: off
 }
 
 // WithRetention sets how long records are kept (positive).

@@ -85,6 +85,9 @@ func New(store Store, opts ...Option) (*Runner, error) {
 			return nil, err
 		}
 	}
+	if err := c.checkRenewal(store); err != nil {
+		return nil, err
+	}
 	r := &Runner{store: store, cfg: c}
 	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
 	if pc, ok := store.(ErrorClassifier); ok {
@@ -201,6 +204,9 @@ type window struct {
 }
 
 func (r *Runner) window(ctx context.Context, now time.Time) window {
+	if r.cfg.renewEvery > 0 {
+		return r.renewWindow(ctx, now)
+	}
 	if deadline, ok := ctx.Deadline(); ok {
 		return window{leaseUntil: deadline.Add(r.cfg.leaseMargin), limit: deadline}
 	}
@@ -349,6 +355,7 @@ func (c *call) retry(rec core.Record, herr error, now time.Time, delay time.Dura
 		return core.Record{}, err
 	}
 	now = cfg.now()
+	c.freshLease(now)
 	next := core.Reserve(rec.Key, rec.Fingerprint, cfg.token(), &failed, now, c.w.leaseUntil, cfg.retention)
 	if err := c.storeReserve(c.ctx, next, &failed, now); err != nil {
 		return core.Record{}, fmt.Errorf("idem: re-reserve for attempt %d: %w", next.Attempts, err)
