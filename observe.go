@@ -44,12 +44,15 @@ type Observation struct {
 	// Cached reports a replay answered from the local cache.
 	Cached bool
 	// LeaseLost reports that a completion was refused because another
-	// holder had taken the key over (errors.Is(err, ErrLeaseLost)).
+	// holder had taken the key over, or, with WithLeaseRenewal, that the
+	// lease could not be held while the handler ran (errors.Is(err,
+	// ErrLeaseLost)).
 	LeaseLost bool
 	// Duration is the call's time, by the runner's clock.
 	Duration time.Duration
-	// StoreCalls and StoreTime are the call's store writes (Reserve and
-	// Complete) and the time spent in them.
+	// StoreCalls and StoreTime are the call's store writes (Reserve,
+	// Complete and, with WithLeaseRenewal, RenewLease) and the time spent
+	// in them.
 	StoreCalls int
 	StoreTime  time.Duration
 	// Err is the call's error (nil on success and on replays).

@@ -109,6 +109,8 @@ type renewal struct {
 	cancel context.CancelCauseFunc // cancels the handler's context
 	done   chan struct{}           // closed when the goroutine has returned
 	lost   error                   // why the lease was lost (wraps ErrLeaseLost), or nil
+	calls  int                     // RenewLease calls made
+	spent  time.Duration           // time spent in them
 }
 
 // renew starts the renewal of rec's lease for one try, if renewal is on. It
@@ -133,6 +135,7 @@ func (c *call) renew(rec core.Record) (context.Context, func([]byte, error) ([]b
 		stop()
 		<-rn.done
 		cancel(nil)
+		c.storeCalls, c.storeTime = c.storeCalls+rn.calls, c.storeTime+rn.spent
 		c.w = window{leaseUntil: rn.rec.LeaseUntil, limit: rn.rec.LeaseUntil.Add(-cfg.leaseMargin)}
 		if rn.lost != nil && err != nil {
 			err = core.MarkRetryLater(fmt.Errorf("%w; the handler returned: %w", rn.lost, err))
@@ -181,6 +184,7 @@ func (rn *renewal) extend() bool {
 		ctx, cancel := context.WithTimeout(rn.ctx, limit.Sub(now))
 		rec, err := rn.store.RenewLease(ctx, rn.rec, until, now)
 		cancel()
+		rn.calls, rn.spent = rn.calls+1, rn.spent+cfg.now().Sub(now)
 		switch {
 		case rn.ctx.Err() != nil:
 			return false

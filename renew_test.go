@@ -122,7 +122,8 @@ func TestWithLeaseRenewalNeedsARenewingStore(t *testing.T) {
 // TestRenewalTimeline follows the lease of a handler without a deadline
 // through its renewals, each step checked.
 func TestRenewalTimeline(t *testing.T) {
-	f := newRenewFixture(t)
+	var seen idem.Observation
+	f := newRenewFixture(t, idem.WithObserver(idem.ObserverFunc(func(_ context.Context, o idem.Observation) { seen = o })))
 	var leases []time.Time
 	out, err := f.r.Do(context.Background(), "evt:renew:timeline", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
 		leases = append(leases, f.lease("evt:renew:timeline"))
@@ -142,8 +143,8 @@ func TestRenewalTimeline(t *testing.T) {
 			t.Errorf("step %d: lease until %s, want %s", i, got, want)
 		}
 	}
-	if n := len(f.store.renewals()); n != 3 {
-		t.Errorf("renewals = %d, want 3", n)
+	if n := len(f.store.renewals()); n != 3 || seen.StoreCalls != 5 {
+		t.Errorf("renewals = %d, observed store calls %d; want 3, and 5 with the reservation and the completion", n, seen.StoreCalls)
 	}
 }
 
