@@ -198,7 +198,9 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 // window is the time an execution has: its lease ends at leaseUntil, and a
 // try (or a completion retry) must be over by limit, the earlier of the
 // invocation's deadline and the lease end less the lease margin (the margin
-// is the allowance for clock skew between holders).
+// is the allowance for clock skew between holders). With WithLeaseRenewal
+// the lease is short (renewWindow), and each try moves the window to the
+// lease held when it ends.
 type window struct {
 	leaseUntil, limit time.Time
 }
