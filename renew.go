@@ -98,7 +98,8 @@ func (c *call) freshLease(now time.Time) {
 }
 
 // renewal renews the lease of one try in its own goroutine. The goroutine
-// owns rec, at and lost until done is closed; then the try reads them.
+// owns rec, at, lost, calls and spent until done is closed; then the try
+// reads them.
 type renewal struct {
 	c      *call
 	store  LeaseRenewer
