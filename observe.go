@@ -47,13 +47,15 @@ type Observation struct {
 	// its key (Outcome.Waited).
 	Waited bool
 	// LeaseLost reports that a completion was refused because another
-	// holder had taken the key over (errors.Is(err, ErrLeaseLost)).
+	// holder had taken the key over, or, with WithLeaseRenewal, that the
+	// lease could not be held while the handler ran (errors.Is(err,
+	// ErrLeaseLost)).
 	LeaseLost bool
 	// Duration is the call's time, by the runner's clock.
 	Duration time.Duration
 	// StoreCalls and StoreTime are the call's store calls (the writes,
-	// Reserve and Complete, and the reads of a wait, Get) and the time
-	// spent in them.
+	// Reserve and Complete and, with WithLeaseRenewal, RenewLease, and the
+	// reads of a wait, Get) and the time spent in them.
 	StoreCalls int
 	StoreTime  time.Duration
 	// Err is the call's error (nil on success and on replays).

@@ -61,6 +61,7 @@ type config struct {
 	logger          *slog.Logger
 	cacheSize       int
 	wait            time.Duration
+	renewEvery      time.Duration // WithLeaseRenewal; 0: off
 }
 
 // WithRetention sets how long records are kept (positive).
@@ -76,7 +77,8 @@ func WithRetention(d time.Duration) Option {
 
 // WithLease sets the margin added to the context's deadline to make the lease
 // end, and the lease used when the context has no deadline (both positive,
-// margin may be zero).
+// margin may be zero). With WithLeaseRenewal, every lease lasts
+// 2·interval + margin instead (never past the deadline plus the margin).
 func WithLease(margin, withoutDeadline time.Duration) Option {
 	return func(c *config) error {
 		if margin < 0 || withoutDeadline <= 0 {

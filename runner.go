@@ -90,6 +90,9 @@ func New(store Store, opts ...Option) (*Runner, error) {
 			return nil, err
 		}
 	}
+	if err := c.checkRenewal(store); err != nil {
+		return nil, err
+	}
 	r := &Runner{store: store, cfg: c}
 	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
 	if pc, ok := store.(ErrorClassifier); ok {
@@ -209,12 +212,17 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 // window is the time an execution has: its lease ends at leaseUntil, and a
 // try (or a completion retry) must be over by limit, the earlier of the
 // invocation's deadline and the lease end less the lease margin (the margin
-// is the allowance for clock skew between holders).
+// is the allowance for clock skew between holders). With WithLeaseRenewal
+// the lease is short (renewWindow), and each try moves the window to the
+// lease held when it ends.
 type window struct {
 	leaseUntil, limit time.Time
 }
 
 func (r *Runner) window(ctx context.Context, now time.Time) window {
+	if r.cfg.renewEvery > 0 {
+		return r.renewWindow(ctx, now)
+	}
 	if deadline, ok := ctx.Deadline(); ok {
 		return window{leaseUntil: deadline.Add(r.cfg.leaseMargin), limit: deadline}
 	}
@@ -377,6 +385,7 @@ func (c *call) retry(rec core.Record, herr error, now time.Time, delay time.Dura
 		return core.Record{}, err
 	}
 	now = cfg.now()
+	c.freshLease(now)
 	next := core.Reserve(rec.Key, rec.Fingerprint, cfg.token(), &failed, now, c.w.leaseUntil, cfg.retention)
 	if err := c.storeReserve(c.ctx, next, &failed, now); err != nil {
 		return core.Record{}, fmt.Errorf("idem: re-reserve for attempt %d: %w", next.Attempts, err)

@@ -63,9 +63,11 @@ type Store interface {
 var (
 	// ErrNotFound: the store has no live record for the key.
 	ErrNotFound = errors.New("idem: record not found")
-	// ErrLeaseLost: a completion was refused because the caller no longer
-	// holds the key's lease (it expired and was taken over, or the record
-	// expired).
+	// ErrLeaseLost: a completion or a lease renewal (LeaseRenewer) was
+	// refused because the caller no longer holds the key's lease (it
+	// expired and was taken over, or the record expired). With
+	// WithLeaseRenewal, the cause of a handler's context cancelled because
+	// its lease could not be held wraps it too.
 	ErrLeaseLost = errors.New("idem: lease lost")
 	// ErrRecordChanged: a Releaser refused to delete a record because the
 	// stored record is no longer the one the caller read (it was taken
@@ -118,4 +120,28 @@ func (e *ConflictError) Error() string {
 type ErrorClassifier interface {
 	// ClassifyError returns err's class, or core.Unknown.
 	ClassifyError(err error) core.Class
+}
+
+// LeaseRenewer is an optional capability of a Store: extending the lease of
+// an in-progress record that its holder still holds, so that a handler may
+// run longer than one lease (WithLeaseRenewal needs it). Renewals are fenced
+// by the lease token, as completions are.
+//
+// RenewLease atomically extends the lease of the stored record of rec.Key
+// if and only if it is in progress, holds rec.LeaseToken and its lease has
+// not ended at now (core.Renewable): it writes the LeaseUntil, ExpiresAt and
+// UpdatedAt of core.Renew(rec, until, now) (the lease ends at until, and
+// retention not before it) and leaves every other field as stored. rec is
+// the record as the caller last wrote it: reserved, or returned by its last
+// RenewLease. until must be after now. If the stored record already holds
+// rec.LeaseToken's lease until until or later (core.Renewed: a renewal
+// retried after its answer was lost, or one that would shorten the lease),
+// it writes nothing and returns nil. Either way it returns the record as
+// stored. Otherwise it writes nothing and returns an error wrapping
+// ErrLeaseLost (the key was taken over, completed, or its lease ended).
+// Implementations are safe for concurrent use; a renewal costs one
+// conditional write.
+type LeaseRenewer interface {
+	// RenewLease extends the lease of rec's holder to until, at now.
+	RenewLease(ctx context.Context, rec core.Record, until, now time.Time) (core.Record, error)
 }

@@ -167,6 +167,16 @@
 // transactional write costs two write capacity units per KB of each item.
 // docs/effectively-once.md has the guarantees and the costs.
 //
+// # Lease renewal
+//
+// RenewLease (idem.LeaseRenewer, for idem.WithLeaseRenewal) extends a
+// holder's live lease with one UpdateItem (1 WCU) of lease_until_ms, the TTL
+// attribute and updated_at_ms, conditioned on
+// `status = in_progress AND lease_token = :token AND lease_until_ms > :now_ms
+// AND lease_until_ms < :until_ms` (core.Renewable, and not core.Renewed). It
+// needs a client that also implements RenewAPI (UpdateItem; a
+// *dynamodb.Client does).
+//
 // # What it does not promise
 //
 // Exactly once. A process that dies after its handler's side effect but

@@ -53,7 +53,10 @@ import (
 //   - store failures: 503 with Retry-After: 1 when transient, else 500.
 //
 // The handler's context has a deadline (WithTimeout), from which the
-// runner's lease on the key is computed. Middleware returns an error for a
+// runner's lease on the key is computed; a runner with
+// idem.WithLeaseRenewal holds a shorter lease instead and renews it up to
+// that deadline, and cancels the handler's context (cause wrapping
+// idem.ErrLeaseLost) if it cannot. Middleware returns an error for a
 // nil runner or a bad option; the middleware it returns panics on a nil
 // handler, as http.Handle does.
 func Middleware(runner *idem.Runner, opts ...Option) (func(http.Handler) http.Handler, error) {

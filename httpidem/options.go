@@ -121,7 +121,10 @@ func WithMaxResponseBytes(n int) Option {
 // the runner's lease on the key ends at that deadline plus its lease margin
 // (idem.WithLease). Set it above the longest time the handler takes: a
 // retry that arrives after the lease ends takes the key over and runs the
-// handler again.
+// handler again. A runner with idem.WithLeaseRenewal makes the lease short
+// and renews it while the handler runs, up to that deadline: a long timeout
+// then no longer holds a crashed server's keys for the whole timeout, only
+// for one lease term (2·interval + margin) after its last renewal.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -9,11 +9,13 @@ import (
 )
 
 // Clock is a fake clock. The zero value starts at the zero time; use New.
-// Safe for concurrent use (mu guards now and sleeps).
+// Safe for concurrent use (mu guards every field).
 type Clock struct {
-	mu     sync.Mutex
-	now    time.Time
-	sleeps []time.Duration
+	mu      sync.Mutex
+	now     time.Time
+	sleeps  []time.Duration
+	waiters []*waiter     // goroutines in Block
+	changed chan struct{} // closed when waiters changes (WaitBlocked)
 }
 
 // New returns a clock reading t.
@@ -31,6 +33,7 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+	c.wakeLocked()
 }
 
 // Sleep advances the clock by d and records d; it returns ctx's error if ctx
@@ -43,6 +46,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	defer c.mu.Unlock()
 	c.sleeps = append(c.sleeps, d)
 	c.now = c.now.Add(d)
+	c.wakeLocked()
 	return nil
 }
 
