@@ -185,6 +185,8 @@ func FuzzDownstreamKey(f *testing.F) {
 	})
 }
 
+// The pinned derivations, computed apart from this package (Python's
+// hashlib over the documented encoding).
 const (
 	pinnedDownstreamKey  = "7529c97a9f25e198d962c8c0b4f0e72e"
 	pinnedDownstreamUUID = "9adb3dbd-4b49-8a74-9ed6-9e6ec5b5d119"
