@@ -229,7 +229,7 @@ func (s *Store) eval(ctx context.Context, op string, sc script, name string, arg
 		return 0, nil, werr
 	}
 	verdict, flat, err := parseAnswer(op, v)
-	if err != nil || verdict == verdictRefused {
+	if err != nil || (verdict != verdictWritten && verdict != verdictSame) {
 		return verdict, flat, err
 	}
 	if werr != nil || acked < int64(s.waitReplicas) {
@@ -274,7 +274,7 @@ func (s *Store) runAndWait(ctx context.Context, node *redis.Client, sc script, n
 func parseAnswer(op string, v any) (int64, []any, error) {
 	a, ok := v.([]any)
 	if ok && len(a) > 0 {
-		if verdict, ok := a[0].(int64); ok && verdict >= verdictRefused && verdict <= verdictSame {
+		if verdict, ok := a[0].(int64); ok && verdict >= verdictRefused && verdict <= verdictTooLarge {
 			return verdict, a[1:], nil
 		}
 	}
