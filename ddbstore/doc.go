@@ -28,6 +28,9 @@
 //	result          B     succeeded only: the result, raw or gzip-compressed; absent if empty or omitted
 //	result_encoding S     "gzip" when result is compressed; absent when raw
 //	result_omitted  BOOL  present (true) when the result was too large to keep
+//	steps           L     in_progress and failed: the completed steps (idem.Step) in order, maps of n (S) and r (B)
+//	step_names      SS    the steps' names (the condition that records a name once)
+//	steps_size      N     the steps' budgeted size (the condition that keeps the item within its limit)
 //
 // A team with a single-table design keeps the records in its own table
 // instead: WithSortKey (a fixed value such as "idempotency#") or
@@ -79,7 +82,8 @@
 //	retry of a retryable failure        2 PutItem + 1 to complete
 //
 // and one GetItem more on each refused reservation where the server does not
-// return ALL_OLD.
+// return ALL_OLD. Each step of a handler (idem.Step) is one UpdateItem more
+// (RecordStep), conditioned on the lease, billed by the item's size.
 //
 // # Large results
 //

@@ -60,6 +60,12 @@ type AttributeNames struct {
 	// UpdatedAt names the time of the last write, epoch milliseconds
 	// (default AttrUpdatedAt).
 	UpdatedAt string
+	// Steps names the list of completed steps (default AttrSteps).
+	Steps string
+	// StepNames names the set of the steps' names (default AttrStepNames).
+	StepNames string
+	// StepsSize names the steps' budgeted size (default AttrStepsSize).
+	StepsSize string
 }
 
 // field is one of AttributeNames' fields with its default.
@@ -74,6 +80,7 @@ func (n *AttributeNames) fields() []field {
 		{AttrLeaseUntil, &n.LeaseUntil}, {AttrAttempts, &n.Attempts}, {AttrRetryable, &n.Retryable},
 		{AttrError, &n.Error}, {AttrResult, &n.Result}, {AttrResultEncoding, &n.ResultEncoding},
 		{AttrResultOmitted, &n.ResultOmitted}, {AttrUpdatedAt, &n.UpdatedAt},
+		{AttrSteps, &n.Steps}, {AttrStepNames, &n.StepNames}, {AttrStepsSize, &n.StepsSize},
 	}
 }
 
