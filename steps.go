@@ -89,7 +89,10 @@ func executionOf(ctx context.Context) *execution {
 // otherwise it runs fn and, if fn succeeds, records its result in the store
 // under the execution's lease before returning it. An error of fn is
 // returned as it is and nothing is recorded: the step runs again on the
-// next try.
+// next try. If the step's write fails, Step returns that error; after a
+// transient failure (the write may have been applied) the step still counts
+// as completed in this execution, so that a failure recorded for it keeps
+// the step.
 //
 // What it guarantees: a step whose result was recorded never runs again
 // for the key while its record lasts. A step whose fn ran but whose record
@@ -192,6 +195,10 @@ func (x *execution) record(ctx context.Context, step core.Step) error {
 			Backoff: cfg.backoff,
 		})
 		if !ok || cfg.sleep(wctx, d) != nil {
+			// The write may have been applied; either way fn completed,
+			// so a failure recorded for this execution keeps the step
+			// rather than overwrite it.
+			x.add(step)
 			return err
 		}
 	}

@@ -235,3 +235,39 @@ func TestDownstreamKeyOfTheExecution(t *testing.T) {
 		t.Fatalf("downstream keys of two tries = %q, want %q twice", keys, want)
 	}
 }
+
+// lostStepAnswers is a memstore whose step writes are applied and answered
+// with a transient error, as a write whose answer was lost.
+type lostStepAnswers struct{ *memstore.Store }
+
+func (s lostStepAnswers) RecordStep(ctx context.Context, key, token string, step core.Step, now time.Time) error {
+	if err := s.Store.RecordStep(ctx, key, token, step, now); err != nil {
+		return err
+	}
+	return core.MarkTransient(errors.New("step answer lost"))
+}
+
+// TestStepWriteAnswerLost: a step whose write keeps failing transiently
+// (applied, its answer lost) returns the error, but the failure recorded
+// for the execution keeps the step, and the retry does not run it again.
+func TestStepWriteAnswerLost(t *testing.T) {
+	f := newFixture(t)
+	r, err := idem.New(lostStepAnswers{f.store}, idem.WithClock(f.clock.Now), idem.WithSleep(f.clock.Sleep),
+		idem.WithRetry(3, base, max), idem.WithCompletionAttempts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charges := 0
+	var first error
+	out, err := r.Do(f.ctx(t, 30*time.Second), "evt:lost-step:1", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		res, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { charges++; return []byte("ch_1"), nil })
+		if first == nil {
+			first = err
+		}
+		return res, err
+	})
+	if first == nil || err != nil || string(out.Result) != "ch_1" || charges != 1 || out.Attempts != 2 {
+		t.Fatalf("first step error %v; Do = %q attempts %d, %v; charge ran %d times; want an error, then ch_1 at attempt 2, charged once",
+			first, out.Result, out.Attempts, err, charges)
+	}
+}
