@@ -102,6 +102,10 @@ func executionOf(ctx context.Context) *execution {
 // the repetition is a no-op there. A success of the whole handler drops the
 // steps: the stored result replaces them.
 //
+// Step starts no fn, and records no step, once the execution's time is
+// over (the invocation's deadline, or the lease end less the lease margin):
+// it returns a transient error wrapping ErrLeaseLost.
+//
 // Outside an execution (a plain context, or the runner disabled by
 // EnvDisabled) Step just runs fn. With a store that does not implement
 // StepRecorder it returns ErrStepsUnsupported without running fn. An
@@ -122,6 +126,10 @@ func Step(ctx context.Context, name string, fn func(ctx context.Context) ([]byte
 	}
 	if result, done, err := x.begin(name); done || err != nil {
 		return result, err
+	}
+	if err := x.timeLeft(); err != nil {
+		x.abandon(name)
+		return nil, fmt.Errorf("idem: step %q not started: %w", name, err)
 	}
 	result, err := fn(ctx)
 	if err != nil {
@@ -176,10 +184,10 @@ func (x *execution) record(ctx context.Context, step core.Step) error {
 		defer cancel()
 	}
 	for attempt := 1; ; attempt++ {
-		now := cfg.now()
-		if !now.Before(x.c.w.limit) {
-			return fmt.Errorf("idem: the execution's time is over (%s): %w", x.c.w.limit.UTC().Format(time.RFC3339Nano), ErrLeaseLost)
+		if err := x.timeLeft(); err != nil {
+			return err
 		}
+		now := cfg.now()
 		err := sr.RecordStep(wctx, x.key, x.token, step, now)
 		x.count(cfg.now().Sub(now))
 		if err == nil {
@@ -202,6 +210,18 @@ func (x *execution) record(ctx context.Context, step core.Step) error {
 			return err
 		}
 	}
+}
+
+// timeLeft returns nil while the execution's time lasts (its window's
+// limit: the deadline, or the lease end less the margin), and after that a
+// transient error wrapping ErrLeaseLost: the lease may end before a step's
+// work or write is done, and a takeover could start beside it. Transient,
+// because the lease is not lost yet and a later delivery may resume.
+func (x *execution) timeLeft() error {
+	if x.c.r.cfg.now().Before(x.c.w.limit) {
+		return nil
+	}
+	return core.MarkTransient(fmt.Errorf("idem: the execution's time is over (%s): %w", x.c.w.limit.UTC().Format(time.RFC3339Nano), ErrLeaseLost))
 }
 
 func (x *execution) count(d time.Duration) {

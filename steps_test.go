@@ -144,8 +144,9 @@ func TestStepAfterTheHandlerReturned(t *testing.T) {
 }
 
 // TestStepAfterTheExecutionsTime: a step whose fn ends after the
-// execution's time (the deadline) is not recorded: the lease may end before
-// the write lands.
+// execution's time (the deadline) is not recorded, and one that would start
+// after it does not run: the lease may end before the work or the write is
+// done.
 func TestStepAfterTheExecutionsTime(t *testing.T) {
 	f := newFixture(t)
 	var stepErr error
@@ -156,8 +157,17 @@ func TestStepAfterTheExecutionsTime(t *testing.T) {
 		})
 		return nil, stepErr
 	})
-	if !errors.Is(stepErr, idem.ErrLeaseLost) {
-		t.Fatalf("Step ending after the deadline = %v, want ErrLeaseLost", stepErr)
+	if !errors.Is(stepErr, idem.ErrLeaseLost) || core.Classify(stepErr) != core.Transient {
+		t.Fatalf("Step ending after the deadline = %v, want a transient ErrLeaseLost", stepErr)
+	}
+	ran := false
+	_ = f.do("evt:overtime:2", `{}`, func(ctx context.Context) ([]byte, error) {
+		f.clock.Advance(31 * time.Second)
+		_, stepErr = idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+		return nil, stepErr
+	})
+	if !errors.Is(stepErr, idem.ErrLeaseLost) || ran {
+		t.Fatalf("Step starting after the deadline = %v, ran %v; want ErrLeaseLost without running", stepErr, ran)
 	}
 }
 

@@ -154,12 +154,16 @@ func Fail(rec Record, err error, retryable bool, now time.Time, retention time.D
 
 // Replaceable is the takeover rule: a reservation conditioned on prev may
 // replace the live stored record at now if stored is still prev (same lease
-// token and status) and is either in progress with a lease that ended by
-// now, or a retryable failure. A nil prev replaces nothing. memstore applies
-// this function; ddbstore's condition expression is its translation and is
-// tested against it.
+// token, status and number of steps) and is either in progress with a lease
+// that ended by now, or a retryable failure. The number of steps matters
+// because a holder's step write may land after the caller read prev (the
+// lease had ended by the caller's clock, not by the holder's when it sent
+// the write): the reservation, which carries prev's steps, must not erase
+// it. A nil prev replaces nothing. memstore applies this function;
+// ddbstore's condition expression is its translation and is tested against
+// it.
 func Replaceable(stored Record, prev *Record, now time.Time) bool {
-	if prev == nil || stored.LeaseToken != prev.LeaseToken || stored.Status != prev.Status {
+	if prev == nil || stored.LeaseToken != prev.LeaseToken || stored.Status != prev.Status || len(stored.Steps) != len(prev.Steps) {
 		return false
 	}
 	return stored.Status == StatusInProgress && stored.LeaseExpired(now) ||

@@ -191,3 +191,19 @@ const (
 	pinnedDownstreamKey  = "7529c97a9f25e198d962c8c0b4f0e72e"
 	pinnedDownstreamUUID = "9adb3dbd-4b49-8a74-9ed6-9e6ec5b5d119"
 )
+
+// TestReplaceableNeedsPrevsSteps: a takeover decided on a record that has
+// since gained a step (a late write of the holder) is refused.
+func TestReplaceableNeedsPrevsSteps(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	prev := Reserve("k-00000001", "fp", "tok", nil, t0, t0.Add(time.Minute), time.Hour)
+	stored := prev
+	stored.Steps = []Step{{Name: "charge"}}
+	now := t0.Add(2 * time.Minute)
+	if Replaceable(stored, &prev, now) {
+		t.Errorf("Replaceable(record with 1 step, prev with 0) = true, want false")
+	}
+	if !Replaceable(stored, &stored, now) {
+		t.Errorf("Replaceable(record, itself) = false, want true")
+	}
+}

@@ -63,10 +63,12 @@
 // Reserve is one PutItem with the condition
 //
 //	attribute_not_exists(pk) OR expires_at <= :now_s
-//	OR (lease_token = :prev_token AND status = :prev_status AND
+//	OR (lease_token = :prev_token AND status = :prev_status AND size(step_names) = :prev_steps AND
 //	    ((status = in_progress AND lease_until_ms <= :now_ms) OR (status = failed AND retryable = true)))
 //
-// (the last clause only when the caller's decision was made on a record) and
+// (the last clause only when the caller's decision was made on a record;
+// attribute_not_exists(step_names) instead of its size when prev has no
+// steps) and
 // ReturnValuesOnConditionCheckFailure=ALL_OLD, so the blocking record comes
 // back with the refusal. Where the server does not return it (dynalite), one
 // consistent GetItem reads it; if that finds no live record (it expired or

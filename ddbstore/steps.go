@@ -130,6 +130,19 @@ func (s *Store) stepInput(key, token string, step core.Step, now time.Time, room
 	}
 }
 
+// prevSteps returns the clause of a takeover's condition that requires the
+// stored record to have prev's number of steps (core.Replaceable): no
+// step_names without steps, else as many names. It adds the clause's names
+// and values.
+func (s *Store) prevSteps(prev *core.Record, names map[string]string, values map[string]types.AttributeValue) string {
+	names["#names"] = s.names.StepNames
+	if len(prev.Steps) == 0 {
+		return "attribute_not_exists(#names)"
+	}
+	values[":prev_steps"] = num(int64(len(prev.Steps)))
+	return "size(#names) = :prev_steps"
+}
+
 // refusedStep answers a refused step write from the stored record, by
 // core.AddStep.
 func (s *Store) refusedStep(key, token string, step core.Step, now time.Time, stored core.Record, found bool) error {

@@ -193,3 +193,36 @@ func TestStepNeedsUpdateItem(t *testing.T) {
 		t.Fatalf("RecordStep with a client without UpdateItem = %v, want ErrStepsUnsupported", err)
 	}
 }
+
+// TestReserveConditionCountsSteps checks the takeover branch of the
+// reservation condition, evaluated by the server, against core.Replaceable
+// for stored records and prevs with different numbers of steps.
+func TestReserveConditionCountsSteps(t *testing.T) {
+	s := stepStore(t)
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	all := []core.Step{{Name: "a", Result: []byte("1")}, {Name: "b"}}
+	base := core.Record{Fingerprint: "fp", LeaseToken: "tok-old", Attempts: 1, UpdatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	inProgress, failed := base, base
+	inProgress.Status, inProgress.LeaseUntil = core.StatusInProgress, t0
+	failed.Status, failed.Retryable = core.StatusFailed, true
+	now := t0.Add(time.Second)
+	k := 0
+	for _, stored := range []core.Record{inProgress, failed} {
+		for n := range 3 {
+			for pn := range 3 {
+				k++
+				st := stored
+				st.Key, st.Steps = fmt.Sprintf("steps:%d", k), all[:n]
+				s.putRaw(t, st)
+				prev := st
+				prev.Steps = all[:pn]
+				want := core.Replaceable(st, &prev, now)
+				rec := core.Reserve(st.Key, "fp", "tok-new", &prev, now, now.Add(time.Minute), time.Hour)
+				_, err := s.client.PutItem(context.Background(), s.reserveInput(s.encode(normalize(rec), nil, ""), &prev, now))
+				if got := err == nil; got != want || want != (n == pn) {
+					t.Errorf("reserve over %s with %d steps, prev with %d: applied %v (%v), core says %v", st.Status, n, pn, got, err, want)
+				}
+			}
+		}
+	}
+}

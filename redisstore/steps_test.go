@@ -148,3 +148,33 @@ func TestStepTooLarge(t *testing.T) {
 		t.Fatalf("RecordStep after the completion = %v, want ErrLeaseLost", err)
 	}
 }
+
+// TestReserveRulesWithSteps: a takeover decided on prev is refused when the
+// stored record has gained a step since (core.Replaceable counts steps).
+func TestReserveRulesWithSteps(t *testing.T) {
+	t.Parallel()
+	e := newRuleEnv(t)
+	now := ms(0)
+	for _, k := range []struct {
+		status    core.Status
+		retryable bool
+		lease     *time.Time
+	}{{core.StatusInProgress, false, ptr(ms(0))}, {core.StatusFailed, true, nil}} {
+		for _, n := range []int{0, 1, 2} {
+			cur := stored(k.status, k.retryable, k.lease, ptr(ms(3_600_000)), 1)
+			cur.Steps = []core.Step{{Name: "a", Result: []byte("1")}, {Name: "b"}}[:n]
+			for _, pn := range []int{0, 1, 2} {
+				prev := clone(&cur)
+				prev.Steps = []core.Step{{Name: "a", Result: []byte("1")}, {Name: "b"}}[:pn]
+				name := fmt.Sprintf("%s with %d steps, prev with %d", k.status, n, pn)
+				want := verdictRefused
+				if n == pn {
+					want = verdictWritten
+				}
+				if got := e.reserve(name, clone(&cur), "tok-n", 2, prev, now); got != int64(want) {
+					t.Errorf("%s: core says %d, want %d", name, got, want)
+				}
+			}
+		}
+	}
+}

@@ -174,11 +174,12 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 // reserveArgs returns reserveLua's ARGV for rec (normalized) and its fields.
 func (s *Store) reserveArgs(rec core.Record, prev *core.Record, now time.Time, fields []any) []any {
 	var prevToken, prevStatus string
+	prevSteps := 0
 	if prev != nil {
-		prevToken, prevStatus = prev.LeaseToken, string(prev.Status)
+		prevToken, prevStatus, prevSteps = prev.LeaseToken, string(prev.Status), len(prev.Steps)
 	}
 	return append([]any{now.UnixMilli(), prevToken, prevStatus, rec.LeaseToken, strconv.Itoa(rec.Attempts),
-		s.pexpireat(rec), s.waitFlag()}, fields...)
+		s.pexpireat(rec), s.waitFlag(), prevSteps}, fields...)
 }
 
 // completeArgs returns completeLua's ARGV for rec (normalized) and its fields.

@@ -70,6 +70,19 @@ var stepCases = []testCase{
 		e.mustRecordStep(k, "tok-new", email, 13)
 		e.equalSteps("Get after the new holder's step", e.mustGet(k, 14), charge, email)
 	}},
+	{"TakeoverAfterALateStepRefused", "a takeover decided on a record that has since gained a step (the holder's write landed late) conflicts, with the record and its step; decided again on that record, it carries the step", func(e *env) {
+		k := e.key()
+		e.mustReserve(k, "tok-old", nil, 0, 10)
+		seen := e.mustGet(k, 9)
+		charge := core.Step{Name: "charge", Result: []byte(`"ch_1"`)}
+		e.mustRecordStep(k, "tok-old", charge, 9)
+		_, err := e.reserve(k, "tok-new", &seen, 11, 30)
+		again := e.conflict(err, "tok-old", core.StatusInProgress)
+		e.equalSteps("the conflict's record", again, charge)
+		taken := e.mustReserve(k, "tok-new", &again, 12, 30)
+		e.equalSteps("Get after the takeover", e.mustGet(k, 13), charge)
+		e.equalSteps("the takeover's record", taken, charge)
+	}},
 	{"StepsKeptByFailureDroppedBySuccess", "a retryable failure keeps the steps (Get shows them) and its re-reservation carries them; a success drops them", func(e *env) {
 		k := e.key()
 		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
