@@ -137,7 +137,13 @@ func Step(ctx context.Context, name string, fn func(ctx context.Context) ([]byte
 		return nil, err
 	}
 	if err := x.record(ctx, core.Step{Name: name, Result: result}); err != nil {
-		return nil, fmt.Errorf("idem: step %q ran but was not recorded: %w", name, err)
+		err = fmt.Errorf("idem: step %q ran but was not recorded: %w", name, err)
+		if errors.Is(err, ErrLeaseLost) {
+			// No verdict on the handler: a takeover's completion wins, or
+			// a later delivery resumes.
+			err = core.MarkTransient(err)
+		}
+		return nil, err
 	}
 	return result, nil
 }
@@ -168,14 +174,10 @@ func (x *execution) abandon(name string) {
 	delete(x.running, name)
 }
 
-// record writes step to the store, retrying transient store errors within
-// the execution's window (a retried write is recognised), and adds it to
-// the execution's steps. Each write is counted as one of the call's store
-// calls. It refuses to write once the window's limit has passed: the lease
-// may end before the write lands, and a takeover could then miss the step.
+// record writes step to the store and adds it to the execution's steps.
+// Each write is counted as one of the call's store calls. It refuses to
+// write once the window's limit has passed (timeLeft).
 func (x *execution) record(ctx context.Context, step core.Step) error {
-	cfg := &x.c.r.cfg
-	sr := x.c.r.store.(StepRecorder)
 	wctx := ctx
 	if ctx.Err() != nil {
 		// fn succeeded: its record matters more than the caller's patience.
@@ -183,31 +185,43 @@ func (x *execution) record(ctx context.Context, step core.Step) error {
 		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 	}
+	maybeApplied, err := x.write(wctx, step)
+	if err == nil || maybeApplied {
+		// After a write that may have been applied, fn completed either
+		// way: a failure recorded for this execution keeps the step
+		// rather than erase it.
+		x.add(step)
+	}
+	return err
+}
+
+// write makes the step's write, retrying transient store errors within the
+// execution's window (a retried write is recognised). maybeApplied reports
+// that a failed try may have been applied.
+func (x *execution) write(ctx context.Context, step core.Step) (maybeApplied bool, err error) {
+	cfg := &x.c.r.cfg
+	sr := x.c.r.store.(StepRecorder)
 	for attempt := 1; ; attempt++ {
 		if err := x.timeLeft(); err != nil {
-			return err
+			return maybeApplied, err
 		}
 		now := cfg.now()
-		err := sr.RecordStep(wctx, x.key, x.token, step, now)
+		err := sr.RecordStep(ctx, x.key, x.token, step, now)
 		x.count(cfg.now().Sub(now))
 		if err == nil {
-			x.add(step)
-			return nil
+			return false, nil
 		}
 		if errors.Is(err, ErrLeaseLost) || core.Classify(err, x.c.r.storeChain...) != core.Transient {
-			return err
+			return maybeApplied, err
 		}
+		maybeApplied = true
 		d, ok := core.NextRetry(core.RetryPlan{
 			Attempt: attempt, MaxAttempts: cfg.completeTries, Base: cfg.base, Max: cfg.max,
 			Now: cfg.now(), Deadline: x.c.w.limit, RetryAfter: core.RetryAfter(err), R: cfg.rand(),
 			Backoff: cfg.backoff,
 		})
-		if !ok || cfg.sleep(wctx, d) != nil {
-			// The write may have been applied; either way fn completed,
-			// so a failure recorded for this execution keeps the step
-			// rather than overwrite it.
-			x.add(step)
-			return err
+		if !ok || cfg.sleep(ctx, d) != nil {
+			return true, err
 		}
 	}
 }
