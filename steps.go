@@ -77,6 +77,19 @@ type execution struct {
 
 type executionKey struct{}
 
+// withExecution returns ctx carrying the execution of the try under rec,
+// and the function that ends it when the handler returns: it sets rec.Steps
+// to the steps the stored record now has and adds the try's step writes to
+// the call's store calls.
+func (c *call) withExecution(ctx context.Context, rec *core.Record) (context.Context, func()) {
+	x := &execution{c: c, key: rec.Key, token: rec.LeaseToken, steps: append([]core.Step(nil), rec.Steps...), running: map[string]bool{}}
+	return context.WithValue(ctx, executionKey{}, x), func() {
+		steps, calls, storeTime := x.finish()
+		rec.Steps = steps
+		c.storeCalls, c.storeTime = c.storeCalls+calls, c.storeTime+storeTime
+	}
+}
+
 func executionOf(ctx context.Context) *execution {
 	x, _ := ctx.Value(executionKey{}).(*execution)
 	return x
