@@ -310,7 +310,7 @@ func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
 	var longest time.Duration
 	for {
 		start := cfg.now()
-		result, herr := c.try(rec, fn)
+		result, herr := c.try(&rec, fn)
 		now := cfg.now()
 		longest = max(longest, now.Sub(start))
 		if herr == nil {

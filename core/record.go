@@ -56,6 +56,12 @@ type Record struct {
 	Error string
 	// UpdatedAt is when the record was last written.
 	UpdatedAt time.Time
+	// Steps are the completed recovery points of an in-progress or failed
+	// record, in the order they completed (see Step, AddStep). A
+	// reservation that takes over or retries a record of the same
+	// fingerprint carries them (Reserve); a success drops them (Succeed:
+	// the result replaces them); a failure keeps them (Fail).
+	Steps []Step
 }
 
 // Expired reports whether the record counts as absent at now: its retention
@@ -84,7 +90,9 @@ func (r Record) String() string {
 
 // Reserve returns the in-progress record that a new execution writes: from
 // nothing (prev nil, or prev past retention at now) it is attempt 1; over an
-// expired lease or a retryable failure it continues prev's attempt count. The
+// expired lease or a retryable failure it continues prev's attempt count and,
+// if prev has the same fingerprint, carries prev's completed steps, so that
+// the new execution resumes after them; a fresh reservation has none. The
 // lease ends at leaseUntil and retention at now+retention, or at leaseUntil
 // if that is later: a store that deletes expired records by itself (DynamoDB's
 // TTL) must never delete a record whose lease lives.
@@ -106,13 +114,15 @@ func Reserve(key, fingerprint, token string, prev *Record, now, leaseUntil time.
 		ExpiresAt:   expires,
 		Attempts:    attempts,
 		UpdatedAt:   now,
+		Steps:       carriedSteps(prev, fingerprint, now),
 	}
 }
 
 // Succeed returns rec completed as succeeded with result, retained until
-// now+retention.
+// now+retention. Its steps are dropped: the result replaces them.
 func Succeed(rec Record, result []byte, now time.Time, retention time.Duration) Record {
 	rec.Status = StatusSucceeded
+	rec.Steps = nil
 	rec.Result = result
 	rec.ResultOmitted = false
 	rec.Retryable = false
@@ -124,7 +134,9 @@ func Succeed(rec Record, result []byte, now time.Time, retention time.Duration) 
 }
 
 // Fail returns rec completed as failed with the message of err; retryable
-// says whether a later delivery may execute again.
+// says whether a later delivery may execute again. Its steps are kept: a
+// retry of a retryable failure resumes after them (Reserve carries them),
+// and a permanent failure shows which side effects completed before it.
 func Fail(rec Record, err error, retryable bool, now time.Time, retention time.Duration) Record {
 	rec.Status = StatusFailed
 	rec.Result = nil
@@ -142,12 +154,16 @@ func Fail(rec Record, err error, retryable bool, now time.Time, retention time.D
 
 // Replaceable is the takeover rule: a reservation conditioned on prev may
 // replace the live stored record at now if stored is still prev (same lease
-// token and status) and is either in progress with a lease that ended by
-// now, or a retryable failure. A nil prev replaces nothing. memstore applies
-// this function; ddbstore's condition expression is its translation and is
-// tested against it.
+// token, status and number of steps) and is either in progress with a lease
+// that ended by now, or a retryable failure. The number of steps matters
+// because a holder's step write may land after the caller read prev (the
+// lease had ended by the caller's clock, not by the holder's when it sent
+// the write): the reservation, which carries prev's steps, must not erase
+// it. A nil prev replaces nothing. memstore applies this function;
+// ddbstore's condition expression is its translation and is tested against
+// it.
 func Replaceable(stored Record, prev *Record, now time.Time) bool {
-	if prev == nil || stored.LeaseToken != prev.LeaseToken || stored.Status != prev.Status {
+	if prev == nil || stored.LeaseToken != prev.LeaseToken || stored.Status != prev.Status || len(stored.Steps) != len(prev.Steps) {
 		return false
 	}
 	return stored.Status == StatusInProgress && stored.LeaseExpired(now) ||

@@ -129,6 +129,7 @@ func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string
 	if rec.ResultOmitted {
 		item[n.ResultOmitted] = &types.AttributeValueMemberBOOL{Value: true}
 	}
+	s.encodeSteps(item, rec.Steps)
 	return item
 }
 
@@ -164,6 +165,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (core.Record, error
 		rec.Attempts = int(a)
 	}
 	rec.Result = r.result(n.Result, r.str(n.ResultEncoding, false))
+	rec.Steps = r.steps(n.Steps)
 	if r.err != nil {
 		return core.Record{}, r.err
 	}

@@ -31,6 +31,9 @@
 //	result_ref      S     WithLargeResults: the blob store object that holds the result
 //	result_sha256   S     WithLargeResults: the object's hex SHA-256
 //	result_size     N     WithLargeResults: the object's size in bytes
+//	steps           L     in_progress and failed: the completed steps (idem.Step) in order, maps of n (S) and r (B)
+//	step_names      SS    the steps' names (the condition that records a name once)
+//	steps_size      N     the steps' budgeted size (the condition that keeps the item within its limit)
 //
 // A team with a single-table design keeps the records in its own table
 // instead: WithSortKey (a fixed value such as "idempotency#") or
@@ -63,10 +66,12 @@
 // Reserve is one PutItem with the condition
 //
 //	attribute_not_exists(pk) OR expires_at <= :now_s
-//	OR (lease_token = :prev_token AND status = :prev_status AND
+//	OR (lease_token = :prev_token AND status = :prev_status AND size(step_names) = :prev_steps AND
 //	    ((status = in_progress AND lease_until_ms <= :now_ms) OR (status = failed AND retryable = true)))
 //
-// (the last clause only when the caller's decision was made on a record) and
+// (the last clause only when the caller's decision was made on a record;
+// attribute_not_exists(step_names) instead of its size when prev has no
+// steps) and
 // ReturnValuesOnConditionCheckFailure=ALL_OLD, so the blocking record comes
 // back with the refusal. Where the server does not return it (dynalite), one
 // consistent GetItem reads it; if that finds no live record (it expired or
@@ -82,7 +87,8 @@
 //	retry of a retryable failure        2 PutItem + 1 to complete
 //
 // and one GetItem more on each refused reservation where the server does not
-// return ALL_OLD.
+// return ALL_OLD. Each step of a handler (idem.Step) is one UpdateItem more
+// (RecordStep), conditioned on the lease, billed by the item's size.
 //
 // # Large results
 //

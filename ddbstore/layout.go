@@ -69,6 +69,12 @@ type AttributeNames struct {
 	// ResultSize names the large result object's size in bytes (default
 	// AttrResultSize).
 	ResultSize string
+	// Steps names the list of completed steps (default AttrSteps).
+	Steps string
+	// StepNames names the set of the steps' names (default AttrStepNames).
+	StepNames string
+	// StepsSize names the steps' budgeted size (default AttrStepsSize).
+	StepsSize string
 }
 
 // field is one of AttributeNames' fields with its default.
@@ -84,6 +90,7 @@ func (n *AttributeNames) fields() []field {
 		{AttrError, &n.Error}, {AttrResult, &n.Result}, {AttrResultEncoding, &n.ResultEncoding},
 		{AttrResultOmitted, &n.ResultOmitted}, {AttrUpdatedAt, &n.UpdatedAt},
 		{AttrResultRef, &n.ResultRef}, {AttrResultSHA256, &n.ResultSHA256}, {AttrResultSize, &n.ResultSize},
+		{AttrSteps, &n.Steps}, {AttrStepNames, &n.StepNames}, {AttrStepsSize, &n.StepsSize},
 	}
 }
 

@@ -38,6 +38,9 @@ var renamed = ddbstore.AttributeNames{
 	ResultEncoding: "data_encoding",
 	ResultOmitted:  "data_omitted",
 	UpdatedAt:      "timestamp",
+	Steps:          "recovery_points",
+	StepNames:      "recovery_point_names",
+	StepsSize:      "recovery_points_size",
 }
 
 // singleTable is a single-table layout: a sort key with a fixed value, a
@@ -55,11 +58,13 @@ func singleTable(prefix, sortValue string) []ddbstore.Option {
 // defaultNames are the attribute names of the default layout.
 var defaultNames = []string{ddbstore.DefaultKeyAttribute, ddbstore.DefaultTTLAttribute, ddbstore.AttrStatus, ddbstore.AttrFingerprint,
 	ddbstore.AttrLeaseToken, ddbstore.AttrLeaseUntil, ddbstore.AttrAttempts, ddbstore.AttrRetryable, ddbstore.AttrError,
-	ddbstore.AttrResult, ddbstore.AttrResultEncoding, ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt}
+	ddbstore.AttrResult, ddbstore.AttrResultEncoding, ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt,
+	ddbstore.AttrSteps, ddbstore.AttrStepNames, ddbstore.AttrStepsSize}
 
 // singleTableNames are the attribute names of singleTable.
 var singleTableNames = []string{"PK", "SK", "ttl", renamed.Status, renamed.Fingerprint, renamed.LeaseToken, renamed.LeaseUntil,
-	renamed.Attempts, renamed.Retryable, renamed.Error, renamed.Result, renamed.ResultEncoding, renamed.ResultOmitted, renamed.UpdatedAt}
+	renamed.Attempts, renamed.Retryable, renamed.Error, renamed.Result, renamed.ResultEncoding, renamed.ResultOmitted, renamed.UpdatedAt,
+	renamed.Steps, renamed.StepNames, renamed.StepsSize}
 
 func TestLayoutOptions(t *testing.T) {
 	t.Parallel()

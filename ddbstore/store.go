@@ -184,6 +184,7 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 //	attribute_not_exists(key)
 //	OR (expires_at <= now_s AND (status <> in_progress OR lease_until_ms <= now_ms))
 //	OR (prev != nil AND lease_token = prev.token AND status = prev.status AND
+//	    size(step_names) = len(prev.Steps) AND
 //	    ((status = in_progress AND lease_until_ms <= now_ms) OR
 //	     (status = failed AND retryable = true)))
 //
@@ -269,9 +270,9 @@ func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Re
 	if prev != nil && prev.LeaseToken != "" {
 		switch prev.Status {
 		case core.StatusInProgress:
-			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms)"
+			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND " + s.prevSteps(prev, names, values) + ")"
 		case core.StatusFailed:
-			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #retry = :true)"
+			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #retry = :true AND " + s.prevSteps(prev, names, values) + ")"
 			names["#retry"] = s.names.Retryable
 			values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
 		}

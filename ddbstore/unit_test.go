@@ -154,7 +154,7 @@ func TestReserveConditionWithPrev(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := f.puts[0]
-	want := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms)) OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms)"
+	want := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms)) OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND attribute_not_exists(#names))"
 	if got := aws.ToString(in.ConditionExpression); got != want {
 		t.Errorf("condition =\n %s\nwant\n %s", got, want)
 	}

@@ -22,13 +22,21 @@ type Store struct {
 func New() *Store { return &Store{} }
 
 var (
-	_ idem.Store    = (*Store)(nil)
-	_ idem.Releaser = (*Store)(nil)
+	_ idem.Store        = (*Store)(nil)
+	_ idem.Releaser     = (*Store)(nil)
+	_ idem.StepRecorder = (*Store)(nil)
 )
 
 func clone(r core.Record) core.Record {
 	if r.Result != nil {
 		r.Result = append([]byte(nil), r.Result...)
+	}
+	if r.Steps != nil {
+		steps := make([]core.Step, len(r.Steps))
+		for i, st := range r.Steps {
+			steps[i] = core.Step{Name: st.Name, Result: append([]byte(nil), st.Result...)}
+		}
+		r.Steps = steps
 	}
 	return r
 }
@@ -113,6 +121,31 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 	}
 	delete(s.records, rec.Key)
 	return nil
+}
+
+// RecordStep implements idem.StepRecorder atomically under the store's
+// lock, by core.AddStep. Steps of any size are kept.
+func (s *Store) RecordStep(ctx context.Context, key, leaseToken string, step core.Step, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var stored *core.Record
+	if cur, ok := s.records[key]; ok {
+		stored = &cur
+	}
+	rec, w := core.AddStep(stored, leaseToken, step, now)
+	switch w {
+	case core.StepAppend:
+		s.records[key] = clone(rec)
+		return nil
+	case core.StepRecorded:
+		return nil
+	case core.StepConflict:
+		return fmt.Errorf("memstore: key hash %s, step %q: %w", idem.HashKey(key), step.Name, idem.ErrStepConflict)
+	}
+	return fmt.Errorf("memstore: key hash %s, step %q: %w", idem.HashKey(key), step.Name, idem.ErrLeaseLost)
 }
 
 // Len returns the number of records held, expired ones included.

@@ -84,6 +84,7 @@ func encode(rec core.Record, body []byte, encoding string) []any {
 		fieldRetryable, boolField(rec.Retryable),
 		fieldError, rec.Error,
 		fieldUpdatedAt, millis(rec.UpdatedAt),
+		fieldSteps, encodeSteps(rec.Steps),
 		fieldEncoding, encoding,
 	}
 }
@@ -140,6 +141,9 @@ func decode(key string, h map[string]string) (core.Record, error) {
 		return core.Record{}, err
 	}
 	if rec.Result, err = decodeResult(h[fieldResult], h[fieldEncoding]); err != nil {
+		return core.Record{}, err
+	}
+	if rec.Steps, err = decodeSteps(h[fieldSteps]); err != nil {
 		return core.Record{}, err
 	}
 	return rec, nil

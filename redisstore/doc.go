@@ -33,6 +33,7 @@
 //	retryable       "1" for a failure a later delivery may retry, else "0"
 //	error           failed only: the handler error's message (shortened if it would not fit)
 //	updated_ms      time of the write, epoch milliseconds
+//	steps           in-progress and failed: the completed steps (idem.Step), "name=base64;..." in order
 //	encoding        "gzip" when result is compressed, else ""
 //
 // # Time
@@ -58,6 +59,8 @@
 // Reserve is one EVALSHA whose script writes the reservation or answers
 // with the record that blocks it, so a conflict costs one round trip, like
 // DynamoDB's ALL_OLD. Complete is one EVALSHA conditioned on the lease.
+// RecordStep (idem.StepRecorder) is one EVALSHA that applies core.AddStep
+// and rewrites only the steps and updated_ms fields.
 // Get is one EVALSHA of a script that returns the hash (HGETALL): a script
 // runs on the key's primary whatever the client's read routing (a cluster
 // client with ReadOnly would send a plain HGETALL to a replica, which may

@@ -36,9 +36,19 @@ local function expired(r, now)
   return r.status ~= 'in_progress' or lease_expired(r, now)
 end
 
+-- The number of steps of a record (its steps field: name=result;...).
+local function step_count(r)
+  local steps = r.steps or ''
+  if steps == '' then return 0 end
+  local _, n = string.gsub(steps, ';', '')
+  return n + 1
+end
+
 -- core.Replaceable, the takeover rule; prev_status is '' when there is no prev.
-local function replaceable(r, prev_token, prev_status, now)
-  if prev_status == '' or r.token ~= prev_token or r.status ~= prev_status then return false end
+local function replaceable(r, prev_token, prev_status, prev_steps, now)
+  if prev_status == '' or r.token ~= prev_token or r.status ~= prev_status or step_count(r) ~= prev_steps then
+    return false
+  end
   return (r.status == 'in_progress' and lease_expired(r, now)) or
          (r.status == 'failed' and r.retryable == '1')
 end
@@ -72,6 +82,7 @@ end
 //	KEYS[1]  the record
 //	ARGV     now_ms, prev_token, prev_status ('' without prev), token,
 //	         attempts, pexpireat ('' for none), wait ('1' or ''),
+//	         prev_steps (prev's number of steps),
 //	         then field, value, ... of the record
 //
 // It returns {1} when it wrote the record, {2} when the live record is this
@@ -85,12 +96,12 @@ if cur and not expired(cur, now) then
     touch(KEYS[1], cur, ARGV[7])
     return {2}
   end
-  if not replaceable(cur, ARGV[2], ARGV[3], now) then
+  if not replaceable(cur, ARGV[2], ARGV[3], tonumber(ARGV[8]), now) then
     table.insert(flat, 1, 0)
     return flat
   end
 end
-write(KEYS[1], ARGV[6], 8)
+write(KEYS[1], ARGV[6], 9)
 return {1}
 `
 

@@ -174,11 +174,12 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 // reserveArgs returns reserveLua's ARGV for rec (normalized) and its fields.
 func (s *Store) reserveArgs(rec core.Record, prev *core.Record, now time.Time, fields []any) []any {
 	var prevToken, prevStatus string
+	prevSteps := 0
 	if prev != nil {
-		prevToken, prevStatus = prev.LeaseToken, string(prev.Status)
+		prevToken, prevStatus, prevSteps = prev.LeaseToken, string(prev.Status), len(prev.Steps)
 	}
 	return append([]any{now.UnixMilli(), prevToken, prevStatus, rec.LeaseToken, strconv.Itoa(rec.Attempts),
-		s.pexpireat(rec), s.waitFlag()}, fields...)
+		s.pexpireat(rec), s.waitFlag(), prevSteps}, fields...)
 }
 
 // completeArgs returns completeLua's ARGV for rec (normalized) and its fields.
@@ -229,7 +230,7 @@ func (s *Store) eval(ctx context.Context, op string, sc script, name string, arg
 		return 0, nil, werr
 	}
 	verdict, flat, err := parseAnswer(op, v)
-	if err != nil || verdict == verdictRefused {
+	if err != nil || (verdict != verdictWritten && verdict != verdictSame) {
 		return verdict, flat, err
 	}
 	if werr != nil || acked < int64(s.waitReplicas) {
@@ -274,7 +275,7 @@ func (s *Store) runAndWait(ctx context.Context, node *redis.Client, sc script, n
 func parseAnswer(op string, v any) (int64, []any, error) {
 	a, ok := v.([]any)
 	if ok && len(a) > 0 {
-		if verdict, ok := a[0].(int64); ok && verdict >= verdictRefused && verdict <= verdictSame {
+		if verdict, ok := a[0].(int64); ok && verdict >= verdictRefused && verdict <= verdictTooLarge {
 			return verdict, a[1:], nil
 		}
 	}

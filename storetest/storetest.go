@@ -29,6 +29,9 @@ func Run(t *testing.T, newStore func(t *testing.T) idem.Store) {
 	if _, ok := newStore(t).(idem.LeaseRenewer); ok {
 		all = append(all[:len(all):len(all)], renewCases...)
 	}
+	if _, ok := newStore(t).(idem.StepRecorder); ok {
+		all = append(all[:len(all):len(all)], stepCases...)
+	}
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

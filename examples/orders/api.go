@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemgo/idem"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
 
@@ -104,14 +105,16 @@ func placeOrder(ctx context.Context, d Deps, req apiRequest) (apiAnswer, error) 
 	if msg != "" {
 		return jsonAnswer(http.StatusBadRequest, map[string]string{"error": msg}), nil
 	}
-	key, ok := idemlambda.StoredKey(ctx)
-	if !ok {
-		return apiAnswer{}, errors.New("orders: no idempotency key in the handler's context")
-	}
-	// The order id comes from the request's key, not from a random draw: a
+	// The order id is the execution's downstream key for "order", derived
+	// from the request's stored idempotency key, not from a random draw: a
 	// run repeated after a failure (the message not sent, say) writes the
-	// same order again instead of a second one, and sends the same event id.
-	o := Order{OrderID: OrderID(key), CustomerID: in.CustomerID, Items: in.Items, PlacedAt: time.Now().UTC()}
+	// same order again instead of a second one, and sends the same event id,
+	// which the consumer uses as its own idempotency key.
+	id, err := idem.DownstreamKey(ctx, "order")
+	if err != nil {
+		return apiAnswer{}, fmt.Errorf("orders: %w", err)
+	}
+	o := Order{OrderID: orderIDPrefix + id[:16], CustomerID: in.CustomerID, Items: in.Items, PlacedAt: time.Now().UTC()}
 	for _, it := range in.Items {
 		o.AmountCents += it.Qty * it.PriceCents
 	}

@@ -3,7 +3,8 @@
 //
 //   - orders-api (cmd/orders-api): POST /orders behind an API Gateway HTTP
 //     API. It creates an order (one item in the orders table, under an
-//     order id derived from the request's stored idempotency key, OrderID)
+//     order id derived from the request's stored idempotency key: the
+//     execution's downstream key for "order", idem.DownstreamKey; OrderID)
 //     and sends an OrderPlaced message to the orders queue. Keyed by the
 //     Idempotency-Key header: a retried request gets the first response
 //     back, marked Idempotent-Replayed. A request that failed after its

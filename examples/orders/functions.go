@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -130,12 +129,16 @@ func appendLedger(ctx context.Context, d Deps, msg events.SQSMessage) ([]byte, e
 	return json.Marshal(map[string]string{"entry_id": e.EntryID})
 }
 
+// orderIDPrefix starts every order id.
+const orderIDPrefix = "ord_"
+
 // OrderID returns the id of the order placed by the request whose stored
-// idempotency key (idemlambda.StoredKey) is key: "ord_" and 16 hex digits of
-// a hash of the key, the same on every run of that request.
+// idempotency key (idemlambda.StoredKey) is key: "ord_" and the first 16 hex
+// digits of the key's downstream key for "order" (core.DownstreamKey, which
+// the handler gets as idem.DownstreamKey(ctx, "order")), the same on every
+// run of that request.
 func OrderID(key string) string {
-	sum := sha256.Sum256([]byte("order\n" + key))
-	return "ord_" + hex.EncodeToString(sum[:8])
+	return orderIDPrefix + core.DownstreamKey(key, "order")[:16]
 }
 
 // NewID returns prefix followed by 16 random hex digits.

@@ -271,6 +271,19 @@ func TestOrderID(t *testing.T) {
 	if a != orders.OrderID("sha256:aa") || a == b || len(a) != len("ord_")+16 || !strings.HasPrefix(a, "ord_") {
 		t.Errorf("OrderID: %q, %q", a, b)
 	}
+	// The handler derives the id from its execution's downstream key, as
+	// OrderID does from the stored key.
+	r, err := idem.New(memstore.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Do(ctx(t), "sha256:aa", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		id, err := idem.DownstreamKey(ctx, "order")
+		return []byte("ord_" + id[:16]), err
+	})
+	if err != nil || string(out.Result) != a {
+		t.Errorf("the handler's order id = %q, %v; want OrderID's %q", out.Result, err, a)
+	}
 }
 
 const ordersStreamARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-01-01T00:00:00.000"

@@ -129,6 +129,9 @@ type Service struct {
 	// Redeliveries bounds how often.
 	RedeliverMin, RedeliverMax time.Duration
 	Redeliveries               int
+	// Steps makes every handler try run two steps (idem.Step): one at its
+	// start, one at its end; the store must implement idem.StepRecorder.
+	Steps bool
 }
 
 func (sv *Service) maxAttempts() int {

@@ -229,12 +229,19 @@ func (t *task) handle(ctx context.Context) ([]byte, error) {
 	if overrun {
 		tr.overrun, end = true, s.now+s.between(sv.OverrunMin, sv.OverrunMax)
 	}
+	if err := t.stepAt(ctx, sv, 0); err != nil {
+		return nil, err
+	}
 	t.yieldUntil(end)
-	s.endTry(t)
 	if err := ctx.Err(); err != nil && !overrun {
+		s.endTry(t)
 		t.lastTry = tryCtx
 		return nil, fmt.Errorf("sim: handler stopped: %w", err)
 	}
+	if err := t.stepAt(ctx, sv, 1); err != nil {
+		return nil, err
+	}
+	s.endTry(t)
 	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent)
 	switch {
 	case r < sv.Success:

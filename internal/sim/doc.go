@@ -93,6 +93,11 @@
 //     retention ends up).
 //  7. Cancellation: a permanent failure is never recorded for a try that
 //     returned its context's error.
+//  8. StepOnce: with Service.Steps, every handler try runs two steps
+//     (idem.Step, one at its start and one at its end) through the fault
+//     wrapper's RecordStep; a step's function never runs in a record
+//     lifetime once the store accepted that step. A step whose function ran
+//     but whose write was never applied may run again, as documented.
 //
 // # Replay
 //

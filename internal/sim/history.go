@@ -89,12 +89,14 @@ const (
 	hTryEnd
 	hSleep
 	hEnd
+	hStep
 )
 
 var histNames = [...]string{
 	hDeliver: "delivered", hReserveAccepted: "reserve accepted", hReserveRefused: "reserve refused",
 	hCompleteAccepted: "complete accepted", hCompleteRefused: "complete refused",
 	hTryStart: "handler try starts", hTryEnd: "handler try ends", hSleep: "sleeps", hEnd: "call ends",
+	hStep: "step accepted",
 }
 
 var classNames = [...]string{

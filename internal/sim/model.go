@@ -36,12 +36,15 @@ const (
 	// Cancellation: a cancelled context is never stored as a permanent
 	// failure.
 	Cancellation
+	// StepOnce: a step's function (idem.Step) never runs again in a record
+	// lifetime once the store accepted the step.
+	StepOnce
 )
 
 var invariantNames = map[Invariant]string{
 	OneSuccess: "one success per key", Fencing: "fencing", NoOverlap: "no overlapping executions",
 	Outcome: "documented outcome", Attempts: "attempt bound", StoreContract: "store contract",
-	Cancellation: "cancellation is no verdict",
+	Cancellation: "cancellation is no verdict", StepOnce: "a completed step runs once",
 }
 
 // String returns the invariant's number and name.
@@ -83,8 +86,9 @@ type keyState struct {
 
 	lastSuccess     core.Record // the last success the store accepted
 	hasSuccess      bool
-	permanent       bool    // a permanent failure was ever recorded
-	variantReserved [2]bool // payload variants that ever held the key
+	permanent       bool            // a permanent failure was ever recorded
+	variantReserved [2]bool         // payload variants that ever held the key
+	stepsDone       map[string]bool // steps the store accepted in the current lifetime
 
 	hist histRing
 }
@@ -112,7 +116,7 @@ func (s *simulation) afterReserve(t *task, rec core.Record, prev *core.Record, n
 		return // the identical retry of an applied reservation
 	}
 	fresh := !ks.has || ks.cur.Expired(now)
-	allowed := fresh || prev != nil && ks.cur.LeaseToken == prev.LeaseToken && ks.cur.Status == prev.Status &&
+	allowed := fresh || prev != nil && ks.cur.LeaseToken == prev.LeaseToken && ks.cur.Status == prev.Status && len(ks.cur.Steps) == len(prev.Steps) &&
 		(ks.cur.Status == core.StatusInProgress && ks.cur.LeaseExpired(now) || ks.cur.Status == core.StatusFailed && ks.cur.Retryable)
 	switch {
 	case !allowed:
@@ -123,7 +127,7 @@ func (s *simulation) afterReserve(t *task, rec core.Record, prev *core.Record, n
 			"the record counted as absent because its retention ended before its lease", rec, s.fmtAbs(now), ks.cur, s.fmtAbs(ks.cur.LeaseUntil))
 	}
 	if fresh {
-		ks.lifeStart, ks.lifeTries = s.now, 0
+		ks.lifeStart, ks.lifeTries, ks.stepsDone = s.now, 0, nil
 	}
 	ks.cur, ks.has = rec, true
 	ks.variantReserved[t.d.variant] = true

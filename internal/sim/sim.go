@@ -52,6 +52,9 @@ type Stats struct {
 	// StaleRefused counts completions refused to a holder that lost its
 	// lease; OverrunOverlaps, tries started beside an overrunning one.
 	StaleRefused, OverrunOverlaps int
+	// StepRuns counts runs of step functions (Service.Steps); StepsRecorded,
+	// steps the store accepted.
+	StepRuns, StepsRecorded int
 }
 
 func (st *Stats) count(c outClass, out idem.Outcome) {

@@ -1,0 +1,283 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/memstore"
+)
+
+func TestStepOutsideAnExecution(t *testing.T) {
+	ran := 0
+	got, err := idem.Step(context.Background(), "charge", func(context.Context) ([]byte, error) {
+		ran++
+		return []byte("ch_1"), nil
+	})
+	if err != nil || string(got) != "ch_1" || ran != 1 {
+		t.Fatalf("Step on a plain context = %q, %v, ran %d; want ch_1, nil, 1", got, err, ran)
+	}
+	if _, err := idem.DownstreamKey(context.Background(), "stripe"); !errors.Is(err, idem.ErrNoExecution) {
+		t.Fatalf("DownstreamKey on a plain context = %v, want ErrNoExecution", err)
+	}
+	if _, err := idem.DownstreamUUID(context.Background(), "stripe"); !errors.Is(err, idem.ErrNoExecution) {
+		t.Fatalf("DownstreamUUID on a plain context = %v, want ErrNoExecution", err)
+	}
+}
+
+func TestStepDisabledRunsFn(t *testing.T) {
+	t.Setenv(idem.EnvDisabled, "1")
+	r, err := idem.New(memstore.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	out, err := r.Do(context.Background(), "evt:disabled:1", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		return idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { ran++; return []byte("x"), nil })
+	})
+	if err != nil || string(out.Result) != "x" || ran != 1 {
+		t.Fatalf("Do disabled = %q, %v, step ran %d; want x, nil, 1", out.Result, err, ran)
+	}
+}
+
+// noSteps is a store without the StepRecorder capability.
+type noSteps struct{ idem.Store }
+
+func TestStepUnsupportedStoreDoesNotRun(t *testing.T) {
+	r, err := idem.New(noSteps{memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	var stepErr error
+	_, err = r.Do(context.Background(), "evt:unsupported:1", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		_, stepErr = idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { ran++; return nil, nil })
+		return nil, stepErr
+	})
+	if !errors.Is(stepErr, idem.ErrStepsUnsupported) || ran != 0 {
+		t.Fatalf("Step with a store without steps = %v, ran %d; want ErrStepsUnsupported, 0", stepErr, ran)
+	}
+	if !errors.Is(err, core.ErrPermanentFailure) {
+		t.Fatalf("Do = %v, want a permanent failure", err)
+	}
+}
+
+func TestStepNames(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler func(ctx context.Context, run func(name string) error) error
+		want    error
+		runs    int
+	}{
+		{"invalid name", func(ctx context.Context, run func(string) error) error { return run("send email") }, core.ErrInvalidStepName, 0},
+		{"empty name", func(ctx context.Context, run func(string) error) error { return run("") }, core.ErrInvalidStepName, 0},
+		{"name used twice", func(ctx context.Context, run func(string) error) error {
+			if err := run("charge"); err != nil {
+				return err
+			}
+			return run("charge")
+		}, idem.ErrStepRepeated, 1},
+		{"distinct names", func(ctx context.Context, run func(string) error) error {
+			return errors.Join(run("charge:1"), run("charge:2"))
+		}, nil, 2},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			runs := 0
+			var stepErr error
+			_ = f.do(fmt.Sprintf("evt:names:%d", i), `{}`, func(ctx context.Context) ([]byte, error) {
+				stepErr = tc.handler(ctx, func(name string) error {
+					_, err := idem.Step(ctx, name, func(context.Context) ([]byte, error) { runs++; return nil, nil })
+					return err
+				})
+				return nil, stepErr
+			})
+			if !errors.Is(stepErr, tc.want) || (tc.want == nil && stepErr != nil) || runs != tc.runs {
+				t.Fatalf("steps = %v, ran %d; want %v, %d", stepErr, runs, tc.want, tc.runs)
+			}
+		})
+	}
+}
+
+// TestStepFailedFnIsNotRecorded: an error of fn is returned as it is, the
+// step is not recorded, and the same name may run again in the execution.
+func TestStepFailedFnIsNotRecorded(t *testing.T) {
+	f := newFixture(t)
+	declined := errors.New("card declined")
+	runs := 0
+	charge := func(context.Context) ([]byte, error) {
+		runs++
+		if runs == 1 {
+			return nil, declined
+		}
+		return []byte("ch_2"), nil
+	}
+	var first, second error
+	var got []byte
+	err := f.do("evt:failedstep:1", `{}`, func(ctx context.Context) ([]byte, error) {
+		_, first = idem.Step(ctx, "charge", charge)
+		got, second = idem.Step(ctx, "charge", charge)
+		return got, second
+	})
+	if !errors.Is(first, declined) || second != nil || string(got) != "ch_2" || err != nil {
+		t.Fatalf("steps = %v then %q, %v; Do = %v; want the declined error, then ch_2 and nil", first, got, second, err)
+	}
+}
+
+func TestStepAfterTheHandlerReturned(t *testing.T) {
+	f := newFixture(t)
+	var kept context.Context
+	if err := f.do("evt:late:1", `{}`, func(ctx context.Context) ([]byte, error) { kept = ctx; return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	_, err := idem.Step(kept, "late", func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+	if !errors.Is(err, idem.ErrNoExecution) || ran {
+		t.Fatalf("Step after the handler returned = %v, ran %v; want ErrNoExecution without running", err, ran)
+	}
+}
+
+// TestStepAfterTheExecutionsTime: a step whose fn ends after the
+// execution's time (the deadline) is not recorded, and one that would start
+// after it does not run: the lease may end before the work or the write is
+// done.
+func TestStepAfterTheExecutionsTime(t *testing.T) {
+	f := newFixture(t)
+	var stepErr error
+	_ = f.do("evt:overtime:1", `{}`, func(ctx context.Context) ([]byte, error) {
+		_, stepErr = idem.Step(ctx, "charge", func(context.Context) ([]byte, error) {
+			f.clock.Advance(31 * time.Second)
+			return []byte("ch_1"), nil
+		})
+		return nil, stepErr
+	})
+	if !errors.Is(stepErr, idem.ErrLeaseLost) || core.Classify(stepErr) != core.Transient {
+		t.Fatalf("Step ending after the deadline = %v, want a transient ErrLeaseLost", stepErr)
+	}
+	ran := false
+	_ = f.do("evt:overtime:2", `{}`, func(ctx context.Context) ([]byte, error) {
+		f.clock.Advance(31 * time.Second)
+		_, stepErr = idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+		return nil, stepErr
+	})
+	if !errors.Is(stepErr, idem.ErrLeaseLost) || ran {
+		t.Fatalf("Step starting after the deadline = %v, ran %v; want ErrLeaseLost without running", stepErr, ran)
+	}
+}
+
+func TestStepStoreCallsCounted(t *testing.T) {
+	var obs idem.Observation
+	f := newFixture(t, idem.WithObserver(idem.ObserverFunc(func(_ context.Context, o idem.Observation) { obs = o })))
+	err := f.do("evt:calls:1", `{}`, func(ctx context.Context) ([]byte, error) {
+		for _, name := range []string{"a", "b", "c"} {
+			if _, err := idem.Step(ctx, name, func(context.Context) ([]byte, error) { return nil, nil }); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	if err != nil || obs.StoreCalls != 5 {
+		t.Fatalf("Do = %v with %d store calls, want nil and 5 (reserve, 3 steps, complete)", err, obs.StoreCalls)
+	}
+}
+
+// TestStepsConcurrent: steps run by the handler's goroutines are all
+// recorded (run with -race).
+func TestStepsConcurrent(t *testing.T) {
+	f := newFixture(t)
+	const n = 16
+	var failed *core.Record
+	err := f.do("evt:concurrent:1", `{}`, func(ctx context.Context) ([]byte, error) {
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = idem.Step(ctx, fmt.Sprintf("s%d", i), func(context.Context) ([]byte, error) { return []byte{byte(i)}, nil })
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("stop here") // a permanent failure keeps the steps
+	})
+	if !errors.Is(err, core.ErrPermanentFailure) {
+		t.Fatalf("Do = %v, want the permanent failure", err)
+	}
+	rec, gerr := f.store.Get(context.Background(), "evt:concurrent:1", f.clock.Now())
+	failed = &rec
+	if gerr != nil || len(failed.Steps) != n {
+		t.Fatalf("stored failure has %d steps (%v), want %d", len(failed.Steps), gerr, n)
+	}
+}
+
+func TestDownstreamKeyOfTheExecution(t *testing.T) {
+	f := newFixture(t)
+	var keys []string
+	handler := func(ctx context.Context) ([]byte, error) {
+		k, err := idem.DownstreamKey(ctx, "stripe")
+		if err != nil {
+			return nil, err
+		}
+		u, err := idem.DownstreamUUID(ctx, "stripe")
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k, u)
+		if len(keys) == 2 {
+			return nil, core.MarkTransient(errors.New("try again"))
+		}
+		return nil, nil
+	}
+	if err := f.do("evt:downstream:1", `{}`, handler); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{core.DownstreamKey("evt:downstream:1", "stripe"), core.DownstreamUUID("evt:downstream:1", "stripe")}
+	if len(keys) != 4 || keys[0] != want[0] || keys[1] != want[1] || keys[2] != want[0] || keys[3] != want[1] {
+		t.Fatalf("downstream keys of two tries = %q, want %q twice", keys, want)
+	}
+}
+
+// lostStepAnswers is a memstore whose step writes are applied and answered
+// with a transient error, as a write whose answer was lost.
+type lostStepAnswers struct{ *memstore.Store }
+
+func (s lostStepAnswers) RecordStep(ctx context.Context, key, token string, step core.Step, now time.Time) error {
+	if err := s.Store.RecordStep(ctx, key, token, step, now); err != nil {
+		return err
+	}
+	return core.MarkTransient(errors.New("step answer lost"))
+}
+
+// TestStepWriteAnswerLost: a step whose write keeps failing transiently
+// (applied, its answer lost) returns the error, but the failure recorded
+// for the execution keeps the step, and the retry does not run it again.
+func TestStepWriteAnswerLost(t *testing.T) {
+	f := newFixture(t)
+	r, err := idem.New(lostStepAnswers{f.store}, idem.WithClock(f.clock.Now), idem.WithSleep(f.clock.Sleep),
+		idem.WithRetry(3, base, max), idem.WithCompletionAttempts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charges := 0
+	var first error
+	out, err := r.Do(f.ctx(t, 30*time.Second), "evt:lost-step:1", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		res, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { charges++; return []byte("ch_1"), nil })
+		if first == nil {
+			first = err
+		}
+		return res, err
+	})
+	if first == nil || err != nil || string(out.Result) != "ch_1" || charges != 1 || out.Attempts != 2 {
+		t.Fatalf("first step error %v; Do = %q attempts %d, %v; charge ran %d times; want an error, then ch_1 at attempt 2, charged once",
+			first, out.Result, out.Attempts, err, charges)
+	}
+}
