@@ -184,7 +184,7 @@ func (c *endpointCache) ResolveEndpoint(ctx context.Context, p dynamodb.Endpoint
 // endpointParamFields is the number of fields of
 // dynamodb.EndpointParameters that sameEndpointParams compares; a test
 // fails when the SDK adds one.
-const endpointParamFields = 8
+const endpointParamFields = 9
 
 // sameEndpointParams reports whether a and b hold the same values in every
 // field of dynamodb.EndpointParameters.
@@ -192,7 +192,7 @@ func sameEndpointParams(a, b *dynamodb.EndpointParameters) bool {
 	return sameValue(a.Region, b.Region) && sameValue(a.UseDualStack, b.UseDualStack) && sameValue(a.UseFIPS, b.UseFIPS) &&
 		sameValue(a.Endpoint, b.Endpoint) && sameValue(a.AccountId, b.AccountId) &&
 		sameValue(a.AccountIdEndpointMode, b.AccountIdEndpointMode) && sameValue(a.ResourceArn, b.ResourceArn) &&
-		slices.Equal(a.ResourceArnList, b.ResourceArnList)
+		slices.Equal(a.ResourceArnList, b.ResourceArnList) && sameValue(a.IsSearchOperation, b.IsSearchOperation)
 }
 
 func sameValue[T comparable](a, b *T) bool { return a == b || (a != nil && b != nil && *a == *b) }
@@ -202,7 +202,7 @@ func sameValue[T comparable](a, b *T) bool { return a == b || (a != nil && b != 
 func copyEndpointParams(p dynamodb.EndpointParameters) dynamodb.EndpointParameters {
 	p.Region, p.Endpoint, p.AccountId = copyPtr(p.Region), copyPtr(p.Endpoint), copyPtr(p.AccountId)
 	p.AccountIdEndpointMode, p.ResourceArn = copyPtr(p.AccountIdEndpointMode), copyPtr(p.ResourceArn)
-	p.UseDualStack, p.UseFIPS = copyPtr(p.UseDualStack), copyPtr(p.UseFIPS)
+	p.UseDualStack, p.UseFIPS, p.IsSearchOperation = copyPtr(p.UseDualStack), copyPtr(p.UseFIPS), copyPtr(p.IsSearchOperation)
 	p.ResourceArnList = slices.Clone(p.ResourceArnList)
 	return p
 }

@@ -99,7 +99,10 @@ type sqsFigures struct {
 	Failures       int                `json:"batch_item_failures"`
 	Check          string             `json:"check"`
 	Note           string             `json:"note"`
-	runs           []sqsRun
+	// DynaliteMsPerMsg is dynalite's CPU per message: a batch's writes
+	// queue on its one thread.
+	DynaliteMsPerMsg float64 `json:"dynalite_cpu_ms_per_message"`
+	runs             []sqsRun
 }
 
 type target struct {
@@ -306,6 +309,11 @@ func (r *report) finish() {
 		}
 		sf.BatchMedianMs, sf.SingleMedianMs = round(median(b), 2), round(median(s), 2)
 		sf.Ratio = round(median(sf.RatioPerRun), 2)
+		var dyn []float64
+		for _, sr := range r.sqs {
+			dyn = append(dyn, sr.DynaliteMsPerMsg)
+		}
+		sf.DynaliteMsPerMsg = round(median(dyn), 2)
 		for k, v := range calls {
 			sf.CallsPerMsg[k] = round(median(v), 2)
 		}
@@ -445,8 +453,8 @@ func markdown(r *report) string {
 			rf.Trials, rf.Callers, rf.HandlerSleepMs, rf.MaxExecutions, rf.Check, strings.Join(outs, ", "), rf.WinnerMedianMs, rf.OthersMedianMs, fmtCalls(rf.CallsPerTrial))
 	}
 	if s, ok := r.Scenarios["sqs_batch10"].(*sqsFigures); ok {
-		fmt.Fprintf(&b, "\n**sqs_batch10**: batch of %d distinct messages, handler sleeps %d ms: %.1f ms against %.1f ms for one message, ratio %.2f (runs: %v); %s calls per message; %d batch item failures (%s).\n",
-			s.BatchSize, s.HandlerSleepMs, s.BatchMedianMs, s.SingleMedianMs, s.Ratio, s.RatioPerRun, fmtCalls(s.CallsPerMsg), s.Failures, s.Check)
+		fmt.Fprintf(&b, "\n**sqs_batch10**: batch of %d distinct messages, handler sleeps %d ms: %.1f ms against %.1f ms for one message, ratio %.2f (runs: %v); %s calls per message; dynalite CPU %.2f ms per message; %d batch item failures (%s).\n",
+			s.BatchSize, s.HandlerSleepMs, s.BatchMedianMs, s.SingleMedianMs, s.Ratio, s.RatioPerRun, fmtCalls(s.CallsPerMsg), s.DynaliteMsPerMsg, s.Failures, s.Check)
 	}
 	if c := r.Coldstart; c != nil {
 		b.WriteString("\n**coldstart** (aws-lambda-rie, one SQS message; medians of " + fmt.Sprint(c.Starts) + " starts):\n\n")
