@@ -11,6 +11,7 @@ import (
 var (
 	floorBlocks = flag.Int("floor-blocks", 4, "cpu_floor: measured blocks per path and run (events per block: N/10, from 10 to 200)")
 	soakEvents  = flag.Int("soak", -1, "soak: events (default 50×N: 100,000 at the default N; 0 skips the soak)")
+	floorProf   = flag.String("floor-profile", "", "cpu_floor: write a CPU profile of its measured blocks (all paths) to this file")
 )
 
 // Targets of the client CPU sections.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -185,6 +187,11 @@ func cpuFloor(ctx context.Context, b *bench, blockN, blocks int) (*floorResult, 
 			return nil, err
 		}
 	}
+	stop, err := startProfile(*floorProf)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	for k := range blocks {
 		for j := range floorPaths {
 			p := floorPaths[(j+k)%len(floorPaths)]
@@ -336,4 +343,26 @@ func (r *floorResult) summary(v func(*floorPathFigures) float64) string {
 		s += fmt.Sprintf(" %s %.1f", p, v(r.Paths[p]))
 	}
 	return s
+}
+
+// startProfile starts a CPU profile into path (nothing when path is empty)
+// and returns the function that stops it.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			logf("cpu profile: %v", err)
+		}
+	}, nil
 }
