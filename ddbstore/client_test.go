@@ -116,10 +116,19 @@ func TestClientOptionsSameRequestsAndErrors(t *testing.T) {
 	check := []func(error) bool{
 		func(err error) bool { return err == nil },
 		func(err error) bool { return err == nil },
-		func(err error) bool { var c *idem.ConflictError; return errors.As(err, &c) && c.Existing.Status == core.StatusSucceeded },
-		func(err error) bool { return errors.Is(err, ddbstore.ErrThrottled) && core.Classify(err) == core.Transient },
-		func(err error) bool { return errors.Is(err, ddbstore.ErrUnavailable) && core.Classify(err) == core.Transient },
-		func(err error) bool { return errors.Is(err, ddbstore.ErrInvalidRequest) && core.Classify(err) == core.Permanent },
+		func(err error) bool {
+			var c *idem.ConflictError
+			return errors.As(err, &c) && c.Existing.Status == core.StatusSucceeded
+		},
+		func(err error) bool {
+			return errors.Is(err, ddbstore.ErrThrottled) && core.Classify(err) == core.Transient
+		},
+		func(err error) bool {
+			return errors.Is(err, ddbstore.ErrUnavailable) && core.Classify(err) == core.Transient
+		},
+		func(err error) bool {
+			return errors.Is(err, ddbstore.ErrInvalidRequest) && core.Classify(err) == core.Permanent
+		},
 	}
 	var bodies [][]any
 	for _, tc := range []struct {
