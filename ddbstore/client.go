@@ -17,8 +17,8 @@ import (
 // FastClientOptions returns an option for dynamodb.NewFromConfig (or
 // dynamodb.New) that makes every call of the client cheaper in CPU without
 // changing the requests it sends or how their answers, errors and retries
-// are classified. docs/benchmarks.md (section "Client CPU") measures each
-// setting:
+// are classified. docs/benchmarks.md (section "Client CPU: idem against its
+// own calls sent raw") measures each setting:
 //
 //   - HTTPClient: the client already configured, behind a wrapper that hands
 //     net/http each request body of up to MaxInMemoryBody bytes as an
@@ -39,8 +39,9 @@ import (
 //     This is the one setting the store does not apply by default.
 //
 // Retries, timeouts, credentials, signing, the user agent and every other
-// setting stay as configured. The option reads the settings it wraps when
-// it is applied: put it after options that set HTTPClient.
+// setting stay as configured. The option wraps the settings it finds when
+// it is applied: put it after options that set HTTPClient or
+// EndpointResolverV2.
 func FastClientOptions() func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true
@@ -57,7 +58,8 @@ const MaxInMemoryBody = 64 << 10
 // callOptions are the options the store passes with every call: the
 // in-memory body wrapper around the client's HTTP client, and the endpoint
 // cache in front of the SDK's own endpoint resolver. Each remembers the
-// last client setting it wrapped, so that a call allocates nothing. The
+// last client setting it wrapped, so that applying them allocates nothing
+// (the wrapper's copy of a request body aside). The
 // zero value is not usable; newCallOptions makes one. Safe for concurrent
 // use.
 type callOptions struct {
