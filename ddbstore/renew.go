@@ -63,7 +63,7 @@ func (s *Store) RenewLease(ctx context.Context, rec core.Record, until, now time
 			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.RenewAPI): %w", s.client, errors.ErrUnsupported)}
 	}
 	renewed := normalize(core.Renew(normalize(rec), until, now))
-	out, err := client.UpdateItem(ctx, s.renewInput(renewed, now))
+	out, err := client.UpdateItem(ctx, s.renewInput(renewed, now), s.calls.fns...)
 	if err == nil {
 		stored, derr := s.decode(out.Attributes)
 		if derr != nil {

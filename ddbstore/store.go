@@ -18,9 +18,11 @@ import (
 )
 
 // API is the part of the DynamoDB client that the store calls. A
-// *dynamodb.Client satisfies it; tests may pass a fake. The store sets no
-// SDK options of its own per call: endpoints, credentials and retries come
-// from the client's configuration.
+// *dynamodb.Client satisfies it; tests may pass a fake. Endpoints,
+// credentials and retries come from the client's configuration; the store
+// passes per call only options that make a call cheaper in CPU without
+// changing what is sent or how answers are classified (see
+// FastClientOptions).
 type API interface {
 	// PutItem writes an item (conditionally, for every write the store makes).
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -144,6 +146,7 @@ func buildOptions(opts []Option) (options, error) {
 type Store struct {
 	client API
 	table  string
+	calls  *callOptions // per-call SDK options (client.go)
 	options
 }
 
@@ -166,7 +169,7 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{client: client, table: table, options: o}, nil
+	return &Store{client: client, table: table, calls: newCallOptions(), options: o}, nil
 }
 
 // Table returns the name of the store's table.
@@ -226,7 +229,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	}
 	in := s.reserveInput(item, prev, now)
 	for try := 0; ; try++ {
-		_, err := s.client.PutItem(ctx, in)
+		_, err := s.client.PutItem(ctx, in, s.calls.fns...)
 		if err == nil {
 			return nil
 		}
@@ -334,7 +337,7 @@ func (s *Store) readFor(ctx context.Context, op, key string, load loadFunc) (cor
 		TableName:      aws.String(s.table),
 		Key:            s.keyOf(key),
 		ConsistentRead: aws.Bool(true),
-	})
+	}, s.calls.fns...)
 	if err != nil {
 		return core.Record{}, false, s.translate(op, err).err
 	}
@@ -397,7 +400,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 			":now_s":       num(rec.UpdatedAt.Unix()), ":now_ms": num(rec.UpdatedAt.UnixMilli()),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, s.calls.fns...)
 	if err == nil {
 		return stored, nil
 	}

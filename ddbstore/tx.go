@@ -234,7 +234,7 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	_, err = tx.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems:      append([]types.TransactWriteItem{{Put: s.completePut(item, rec)}}, items...),
 		ClientRequestToken: aws.String(requestToken(rec)),
-	})
+	}, s.calls.fns...)
 	if err == nil {
 		return stored, nil
 	}

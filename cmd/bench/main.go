@@ -140,8 +140,9 @@ func logf(format string, args ...any) {
 func (f flags) selected(name string) bool { return f.only == nil || f.only.MatchString(name) }
 
 // newClient returns one DynamoDB client on endpoint, with static test
-// credentials and an HTTP pool large enough for 32 calls in flight.
-func newClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+// credentials and an HTTP pool large enough for 32 calls in flight, and
+// extra options applied after those.
+func newClient(ctx context.Context, endpoint string, extra ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.Proxy = nil
 		t.MaxIdleConns = 256
@@ -155,7 +156,8 @@ func newClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }}, extra...)
+	return dynamodb.NewFromConfig(cfg, opts...), nil
 }
 
 // benchmark starts the servers, runs everything and returns the report.
@@ -222,6 +224,9 @@ func benchmark(ctx context.Context, f flags) (*report, error) {
 		default:
 			rep.AllOld = ao
 		}
+	}
+	if err := clientCPU(ctx, b, rep, f); err != nil {
+		return nil, err
 	}
 	if f.selected("micro") {
 		rep.Micro = micro(f.runs, f.microtime)

@@ -97,6 +97,7 @@ type sqsRun struct {
 	Executions        int64 // handler executions
 	Messages          int
 	Calls             map[string]int64
+	DynaliteMsPerMsg  float64 // dynalite's CPU per message (batches and singles)
 }
 
 func sqsEvent(evs []event) events.SQSEvent {
@@ -186,6 +187,7 @@ func (b *bench) sqsBatch(r *idem.Runner, run, reps int) (sqsRun, error) {
 	res.Calls = diffCounts(s0.counts, s1.counts)
 	res.Executions = execs.Load()
 	res.Messages = reps * (sqsBatch + 1)
+	res.DynaliteMsPerMsg = ms(s1.dyna-s0.dyna) / float64(res.Messages)
 	logf("run %d sqs_batch10 batch median %.1f ms, single median %.1f ms, failures %d, executions %d/%d",
 		run, median(res.BatchMs), median(res.SingleMs), res.Failures, res.Executions, res.Messages)
 	return res, nil
