@@ -90,7 +90,7 @@ func (s *Store) RecordStep(ctx context.Context, key, leaseToken string, step cor
 	if room < 0 {
 		return s.fail(op, ErrItemTooLarge, "step %q of %d bytes does not fit the item size limit %d", step.Name, len(step.Result), s.maxItem)
 	}
-	_, err := c.UpdateItem(ctx, s.stepInput(key, leaseToken, step, now, room))
+	_, err := c.UpdateItem(ctx, s.stepInput(key, leaseToken, step, now, room), s.calls.fns...)
 	if err == nil {
 		return nil
 	}
