@@ -48,8 +48,8 @@ type Observation struct {
 	LeaseLost bool
 	// Duration is the call's time, by the runner's clock.
 	Duration time.Duration
-	// StoreCalls and StoreTime are the call's store writes (Reserve and
-	// Complete) and the time spent in them.
+	// StoreCalls and StoreTime are the call's store writes (Acquire or
+	// Reserve, and Complete) and the time spent in them.
 	StoreCalls int
 	StoreTime  time.Duration
 	// Err is the call's error (nil on success and on replays).

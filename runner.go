@@ -224,8 +224,14 @@ func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record,
 }
 
 // reserve reserves the key (or takes it over, or re-reserves a retryable
-// failure) and executes fn, or answers from the record that blocks it.
+// failure) and executes fn, or answers from the record that blocks it: in
+// one write through a store that is an Acquirer, else by Reserve, and by a
+// second Reserve conditioned on the blocking record when core.Decide
+// answers Execute on it.
 func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
+	if a, ok := c.r.store.(Acquirer); ok {
+		return c.acquire(a, now, fn)
+	}
 	cfg := &c.r.cfg
 	policy := core.Policy{MaxAttempts: cfg.maxAttempts}
 	var prev *core.Record

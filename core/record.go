@@ -89,24 +89,19 @@ func (r Record) String() string {
 // if that is later: a store that deletes expired records by itself (DynamoDB's
 // TTL) must never delete a record whose lease lives.
 func Reserve(key, fingerprint, token string, prev *Record, now, leaseUntil time.Time, retention time.Duration) Record {
-	attempts := 1
-	if prev != nil && !prev.Expired(now) {
-		attempts = prev.Attempts + 1
-	}
 	expires := now.Add(retention)
 	if leaseUntil.After(expires) {
 		expires = leaseUntil
 	}
-	return Record{
+	return Acquire(Record{
 		Key:         key,
 		Fingerprint: fingerprint,
 		Status:      StatusInProgress,
 		LeaseToken:  token,
 		LeaseUntil:  leaseUntil,
 		ExpiresAt:   expires,
-		Attempts:    attempts,
 		UpdatedAt:   now,
-	}
+	}, prev, now)
 }
 
 // Succeed returns rec completed as succeeded with result, retained until

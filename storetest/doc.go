@@ -18,6 +18,11 @@
 // retried since is refused with idem.ErrRecordChanged), and that of
 // concurrent Releases of one record exactly one succeeds.
 //
+// For stores that also implement idem.Acquirer, Run checks the one-write
+// reservation: what it replaces (core.Acquirable), the attempt it counts
+// (core.Acquire), the conflicts it returns, its retried writes, and the
+// race where 64 goroutines acquire one key and exactly one wins.
+//
 // It is an ordinary package that uses only the standard library's testing
 // package. A store's tests call both:
 //

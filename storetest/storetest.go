@@ -26,6 +26,9 @@ func Run(t *testing.T, newStore func(t *testing.T) idem.Store) {
 	if _, ok := newStore(t).(idem.Releaser); ok {
 		all = append(all[:len(all):len(all)], releaseCases...)
 	}
+	if _, ok := newStore(t).(idem.Acquirer); ok {
+		all = append(all[:len(all):len(all)], acquireCases...)
+	}
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
