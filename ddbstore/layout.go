@@ -44,6 +44,9 @@ type AttributeNames struct {
 	LeaseUntil string
 	// Attempts names the execution count (default AttrAttempts).
 	Attempts string
+	// AttemptsCarried names the execution count that a one-write
+	// reservation continues (default AttrAttemptsCarried).
+	AttemptsCarried string
 	// Retryable names the retryable flag of failures (default
 	// AttrRetryable).
 	Retryable string
@@ -73,7 +76,7 @@ func (n *AttributeNames) fields() []field {
 		{AttrStatus, &n.Status}, {AttrFingerprint, &n.Fingerprint}, {AttrLeaseToken, &n.LeaseToken},
 		{AttrLeaseUntil, &n.LeaseUntil}, {AttrAttempts, &n.Attempts}, {AttrRetryable, &n.Retryable},
 		{AttrError, &n.Error}, {AttrResult, &n.Result}, {AttrResultEncoding, &n.ResultEncoding},
-		{AttrResultOmitted, &n.ResultOmitted}, {AttrUpdatedAt, &n.UpdatedAt},
+		{AttrResultOmitted, &n.ResultOmitted}, {AttrUpdatedAt, &n.UpdatedAt}, {AttrAttemptsCarried, &n.AttemptsCarried},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -143,6 +144,9 @@ type Store struct {
 	client API
 	table  string
 	options
+	// noUpdate is set once UpdateItem was refused for access (a policy
+	// that grants PutItem and GetItem only): Acquire then uses PutItem.
+	noUpdate atomic.Bool
 }
 
 var _ idem.Store = (*Store)(nil)
