@@ -62,6 +62,9 @@ var _ idem.Acquirer = (*Store)(nil)
 // answer was lost) returns the stored record; after a failure that may have
 // been applied, one consistent GetItem checks for it in the same way.
 func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return core.Record{}, nil, err
+	}
 	if err := s.checkReservation("acquire", &rec); err != nil {
 		return core.Record{}, nil, err
 	}
@@ -106,8 +109,8 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	return s.putOver(ctx, rec, stored, now)
 }
 
-// checkReservation checks and normalizes an in-progress record to write,
-// as Reserve does.
+// checkReservation checks and normalizes an in-progress record to write
+// (Reserve, Acquire): its status, token, key and size.
 func (s *Store) checkReservation(op string, rec *core.Record) error {
 	if rec.Status != core.StatusInProgress {
 		return fmt.Errorf("ddbstore: %s needs an in_progress record, got %q", op, rec.Status)

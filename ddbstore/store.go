@@ -207,22 +207,10 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if rec.Status != core.StatusInProgress {
-		return fmt.Errorf("ddbstore: reserve needs an in_progress record, got %q", rec.Status)
-	}
-	if rec.LeaseToken == "" {
-		return errors.New("ddbstore: reserve needs a lease token")
-	}
-	if err := s.checkKey(op, rec.Key); err != nil {
+	if err := s.checkReservation(op, &rec); err != nil {
 		return err
 	}
-	rec = normalize(rec)
-	rec.Result, rec.ResultOmitted = nil, false
-	item := s.encode(rec, nil, "")
-	if size := ItemSize(item); size > s.maxItem {
-		return s.fail(op, ErrItemTooLarge, "record is %d bytes, at most %d", size, s.maxItem)
-	}
-	in := s.reserveInput(item, prev, now)
+	in := s.reserveInput(s.encode(rec, nil, ""), prev, now)
 	for try := 0; ; try++ {
 		_, err := s.client.PutItem(ctx, in)
 		if err == nil {

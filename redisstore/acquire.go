@@ -95,8 +95,8 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	return core.Record{}, nil, &idem.ConflictError{Existing: existing}
 }
 
-// checkReservation checks and normalizes an in-progress record to write,
-// as Reserve does.
+// checkReservation checks and normalizes an in-progress record to write
+// (Reserve, Acquire): the context, its status, token, key and size.
 func (s *Store) checkReservation(ctx context.Context, op string, rec *core.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
