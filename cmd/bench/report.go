@@ -498,8 +498,10 @@ func markdown(r *report) string {
 		}
 	}
 	if a := r.AllOld; a != nil {
-		fmt.Fprintf(&b, "\nOn %s (returns ALL_OLD), %d events: first execution %s, duplicate of completed %s, live in-progress %s per event.\n",
-			a.Server, a.Events, fmtCalls(a.FirstCalls), fmtCalls(a.DuplicateCalls), fmtCalls(a.LiveCalls))
+		fmt.Fprintf(&b, "\nOn %s (returns ALL_OLD), %d events: first execution %s, duplicate of completed %s, live in-progress %s, "+
+			"retry of a retryable failure %s, takeover of an expired lease %s per event.\n",
+			a.Server, a.Events, fmtCalls(a.FirstCalls), fmtCalls(a.DuplicateCalls), fmtCalls(a.LiveCalls),
+			fmtCalls(a.RetryCalls), fmtCalls(a.TakeoverCalls))
 	}
 	if len(r.Stores) > 0 {
 		b.WriteString("\n| store | scenario | p50 ms | p99 ms | store ops/event | server requests/event | executions/event | verdict |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
