@@ -168,3 +168,56 @@ var acquireCases = []testCase{
 		}
 	}},
 }
+
+// acquireFaultCases run in RunFaults for stores that implement
+// idem.Acquirer.
+var acquireFaultCases = []faultCase{
+	{"AcquireNotApplied", "for an idem.Acquirer: an acquisition refused at the transport, over an absent key, an expired lease or a retryable failure, returns a transient error and writes nothing; its identical retry acquires the key at the attempt core.Acquire counts",
+		notApplied, acquireNotApplied},
+	{"AcquireAnswerLost", "for an idem.Acquirer, with reads answered and with reads failing: an acquisition applied whose answer is lost returns the record written or a transient error, never a conflict; it is stored, its identical retry returns it, and another caller conflicts",
+		nil, acquireAnswerLost},
+}
+
+// acquireAt acquires st's key with rec, made by newReservation, at second sec.
+func (e *fenv) acquireAt(rec core.Record, sec int) (core.Record, error) {
+	got, _, err := e.s.(idem.Acquirer).Acquire(context.Background(), rec, e.at(sec), acquirePolicy)
+	return got, err
+}
+
+func acquireNotApplied(e *fenv, fault Fault) {
+	for _, st := range e.startStates() {
+		rec := e.newReservation("tok-new", st) // core.Reserve with st.prev: the attempt core.Acquire counts
+		var err error
+		e.under(fault, NoFault, func() { _, err = e.acquireAt(rec, st.sec) })
+		e.wantTransient(st.name+": Acquire under "+fault.String(), err)
+		e.state(st.name+": after the refused Acquire", st.key, st.sec, st.prev)
+		got, err := e.acquireAt(rec, st.sec)
+		if err != nil || got.Attempts != rec.Attempts {
+			e.t.Fatalf("%s: identical retry of the Acquire = %v, %v; want attempt %d", st.name, got, err, rec.Attempts)
+		}
+		e.state(st.name+": after the retry", st.key, st.sec+1, &rec)
+	}
+}
+
+func acquireAnswerLost(e *fenv, _ Fault) {
+	for _, reads := range []Fault{NoFault, FailBefore} {
+		for _, st := range e.startStates() {
+			what := fmt.Sprintf("%s (reads %s)", st.name, reads)
+			rec := e.newReservation("tok-new", st)
+			var got core.Record
+			var err error
+			e.under(AnswerLost, reads, func() { got, err = e.acquireAt(rec, st.sec) })
+			e.nilOrTransient(what+": Acquire whose answer was lost", err)
+			if err == nil {
+				e.equalRecord(what+": Acquire whose answer was lost", got, rec)
+			}
+			e.state(what+": after the lost answer", st.key, st.sec, &rec)
+			if got, err = e.acquireAt(rec, st.sec+1); err != nil {
+				e.t.Fatalf("%s: identical retry of the Acquire = %v, want the record (the store's own write)", what, err)
+			}
+			e.equalRecord(what+": identical retry", got, rec)
+			_, err = e.acquireAt(e.newReservation("tok-other", st), st.sec+1)
+			e.conflict(err, "tok-new", core.StatusInProgress)
+		}
+	}
+}
