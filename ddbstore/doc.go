@@ -117,7 +117,7 @@
 // message text, into an *Error{Op, Table, Err} wrapping a sentinel and the
 // SDK's error, marked for core.Classify:
 //
-//	ConditionalCheckFailedException               *idem.ConflictError (Reserve), idem.ErrLeaseLost (Complete)
+//	ConditionalCheckFailedException               *idem.ConflictError (Reserve, Acquire), idem.ErrLeaseLost (Complete)
 //	ProvisionedThroughputExceededException,
 //	  RequestLimitExceeded, ThrottlingException,
 //	  TransactionConflictException, HTTP 429      ErrThrottled, transient
@@ -133,14 +133,15 @@
 //
 // A store write is retryable only where retrying it cannot do harm. A
 // throttled request certainly did not happen. A timeout, a reset or a 5xx may
-// have: the write may have been applied and only its answer lost. Both
-// writes are conditional and carry the lease token, so a retry recognises
+// have: the write may have been applied and only its answer lost. Every
+// write is conditional and carries the lease token, so a retry recognises
 // its own earlier write: a reservation that finds an in-progress record with
-// its own token and attempt, or a completion that finds its own outcome
-// (same token, status and attempt), reports success. That is why these
-// failures are marked transient, why the SDK's own retries are safe, and why
-// the runner retries a completion. After such a failure Reserve also makes
-// one consistent GetItem to look for its own reservation before reporting
+// its own token (and, for Reserve, its attempt), or a completion that finds
+// its own outcome (same token, status and attempt), reports success. That is
+// why these failures are marked transient, why the SDK's own retries are
+// safe, and why the runner retries a completion. After such a failure Reserve
+// and Acquire also make one consistent GetItem to look for their own
+// reservation before reporting
 // the error, so an applied reservation is not left orphaned; if the check
 // fails too, the orphan holds the key until its lease ends and is then taken
 // over: the handler has not run, and nothing runs twice.

@@ -136,10 +136,11 @@ func buildOptions(opts []Option) (options, error) {
 	return o, nil
 }
 
-// Store is an idem.Store on a DynamoDB table. It is safe for concurrent use
-// by multiple goroutines, and by any number of processes sharing the table:
-// every write is one conditional PutItem, which DynamoDB applies atomically.
-// Create one with New; the zero value is not usable.
+// Store is an idem.Store (and an idem.Acquirer) on a DynamoDB table. It is
+// safe for concurrent use by multiple goroutines, and by any number of
+// processes sharing the table: every write is one conditional PutItem or
+// UpdateItem, which DynamoDB applies atomically. Create one with New; the
+// zero value is not usable, and a Store must not be copied.
 type Store struct {
 	client API
 	table  string
