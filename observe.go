@@ -54,8 +54,9 @@ type Observation struct {
 	// Duration is the call's time, by the runner's clock.
 	Duration time.Duration
 	// StoreCalls and StoreTime are the call's store calls (the writes,
-	// Reserve, Complete, the steps' RecordStep and, with WithLeaseRenewal,
-	// RenewLease, and the reads of a wait, Get) and the time spent in them.
+	// Acquire or Reserve, Complete, the steps' RecordStep and, with
+	// WithLeaseRenewal, RenewLease, and the reads of a wait, Get) and the
+	// time spent in them.
 	StoreCalls int
 	StoreTime  time.Duration
 	// Err is the call's error (nil on success and on replays).

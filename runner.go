@@ -252,14 +252,16 @@ func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record,
 }
 
 // reserve reserves the key (or takes it over, or re-reserves a retryable
-// failure) and executes fn, or answers from the record that blocks it.
+// failure) and executes fn, or answers from the record that blocks it: in
+// one write through a store that is an Acquirer, else by Reserve, and by a
+// second Reserve conditioned on the blocking record when core.Decide
+// answers Execute on it.
 func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 	cfg := &c.r.cfg
 	policy := core.Policy{MaxAttempts: cfg.maxAttempts}
 	var prev *core.Record
 	for round := 0; ; round++ {
-		rec := core.Reserve(c.key, c.fp, cfg.token(), prev, now, c.w.leaseUntil, cfg.retention)
-		err := c.storeReserve(c.ctx, rec, prev, now)
+		rec, err := c.claim(prev, now, policy)
 		if err == nil {
 			return c.execute(rec, fn)
 		}

@@ -207,10 +207,10 @@ func TestStepsConcurrent(t *testing.T) {
 		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
-		return nil, errors.New("stop here") // a permanent failure keeps the steps
+		return nil, core.MarkRetryLater(errors.New("stop here")) // a retryable failure keeps the steps
 	})
-	if !errors.Is(err, core.ErrPermanentFailure) {
-		t.Fatalf("Do = %v, want the permanent failure", err)
+	if !errors.Is(err, idem.ErrTransientFailure) {
+		t.Fatalf("Do = %v, want the transient failure", err)
 	}
 	rec, gerr := f.store.Get(context.Background(), "evt:concurrent:1", f.clock.Now())
 	failed = &rec

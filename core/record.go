@@ -97,25 +97,19 @@ func (r Record) String() string {
 // if that is later: a store that deletes expired records by itself (DynamoDB's
 // TTL) must never delete a record whose lease lives.
 func Reserve(key, fingerprint, token string, prev *Record, now, leaseUntil time.Time, retention time.Duration) Record {
-	attempts := 1
-	if prev != nil && !prev.Expired(now) {
-		attempts = prev.Attempts + 1
-	}
 	expires := now.Add(retention)
 	if leaseUntil.After(expires) {
 		expires = leaseUntil
 	}
-	return Record{
+	return Acquire(Record{
 		Key:         key,
 		Fingerprint: fingerprint,
 		Status:      StatusInProgress,
 		LeaseToken:  token,
 		LeaseUntil:  leaseUntil,
 		ExpiresAt:   expires,
-		Attempts:    attempts,
 		UpdatedAt:   now,
-		Steps:       carriedSteps(prev, fingerprint, now),
-	}
+	}, prev, now)
 }
 
 // Succeed returns rec completed as succeeded with result, retained until
@@ -134,11 +128,16 @@ func Succeed(rec Record, result []byte, now time.Time, retention time.Duration) 
 }
 
 // Fail returns rec completed as failed with the message of err; retryable
-// says whether a later delivery may execute again. Its steps are kept: a
-// retry of a retryable failure resumes after them (Reserve carries them),
-// and a permanent failure shows which side effects completed before it.
+// says whether a later delivery may execute again. A retryable failure
+// keeps its steps, so that its retry resumes after them (Reserve and
+// Acquire carry them); a permanent failure drops them, like a success: a
+// completed record never carries steps, so a store that re-reserves an
+// expired one in place (ddbstore's one-write Acquire) leaves none behind.
 func Fail(rec Record, err error, retryable bool, now time.Time, retention time.Duration) Record {
 	rec.Status = StatusFailed
+	if !retryable {
+		rec.Steps = nil
+	}
 	rec.Result = nil
 	rec.ResultOmitted = false
 	rec.Retryable = retryable

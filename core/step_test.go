@@ -109,7 +109,7 @@ func TestStepsThroughTransitions(t *testing.T) {
 		{"prev past retention carries none", Reserve("k-00000001", "fp", "tok2", ptr(Fail(held, errors.New("x"), true, at(5), time.Minute)), at(3600), at(3700), time.Hour), nil},
 		{"succeed drops them", Succeed(held, []byte("ok"), at(5), time.Hour), nil},
 		{"retryable failure keeps them", Fail(held, errors.New("x"), true, at(5), time.Hour), steps},
-		{"permanent failure keeps them", Fail(held, errors.New("x"), false, at(5), time.Hour), steps},
+		{"permanent failure drops them", Fail(held, errors.New("x"), false, at(5), time.Hour), nil},
 	}
 	for i, tc := range tests {
 		if !reflect.DeepEqual(tc.rec.Steps, tc.want) {

@@ -184,7 +184,10 @@ func TestStoreWritesEachRequestOnce(t *testing.T) {
 			before := w.writes.Load()
 			var err error
 			if tc.viaStore {
-				s, _ := ddbstore.New(client, "orders_idem")
+				s, nerr := ddbstore.New(client, "orders_idem")
+				if nerr != nil {
+					t.Fatalf("New: %v", nerr)
+				}
 				now := time.Now()
 				err = s.Reserve(context.Background(), core.Reserve("order-1", "fp", "tok", nil, now, now.Add(time.Minute), time.Hour), nil, now)
 			} else {

@@ -28,6 +28,11 @@ const (
 	AttrLeaseUntil = "lease_until_ms"
 	// AttrAttempts (N) is the number of executions started for the key.
 	AttrAttempts = "attempts"
+	// AttrAttemptsCarried (N), on in-progress records and retryable
+	// failures only, equals AttrAttempts: the count a one-write reservation
+	// (Store.Acquire) continues from. Records a new execution restarts from
+	// (succeeded, permanent failures) do not have it.
+	AttrAttemptsCarried = "attempts_carried"
 	// AttrRetryable (BOOL), on failed records, is true when a later delivery
 	// may execute again.
 	AttrRetryable = "retryable"
@@ -97,6 +102,9 @@ func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string
 	item := s.keyOf(rec.Key)
 	item[n.Status] = &types.AttributeValueMemberS{Value: string(rec.Status)}
 	item[n.Attempts] = num(int64(rec.Attempts))
+	if carriesAttempts(rec) {
+		item[n.AttemptsCarried] = num(int64(rec.Attempts))
+	}
 	if rec.Fingerprint != "" {
 		item[n.Fingerprint] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
 	}
@@ -131,6 +139,13 @@ func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string
 	}
 	s.encodeSteps(item, rec.Steps)
 	return item
+}
+
+// carriesAttempts reports whether rec's item has AttrAttemptsCarried: an
+// in-progress record or a retryable failure, whose attempt count the next
+// execution continues while the record lives.
+func carriesAttempts(rec core.Record) bool {
+	return rec.Status == core.StatusInProgress || rec.Status == core.StatusFailed && rec.Retryable
 }
 
 // decode returns the record of a stored item, its key without the

@@ -17,11 +17,13 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// TestConditionsMatchCore checks the reservation and completion conditions,
-// evaluated by a real DynamoDB-API server, against the rules they translate:
-// a reservation conditioned on prev succeeds exactly when the stored record
-// is Expired or Replaceable (core), and a completion exactly when the
-// caller's in-progress record is not Expired at the completion's time.
+// TestConditionsMatchCore checks the reservation, acquisition and completion
+// conditions, evaluated by a real DynamoDB-API server, against the rules
+// they translate: a reservation conditioned on prev succeeds exactly when
+// the stored record is Expired or Replaceable (core), an acquisition
+// exactly when core.Acquirable allows it (see checkAcquisitions), and a
+// completion exactly when the caller's in-progress record is not Expired at
+// the completion's time.
 func TestConditionsMatchCore(t *testing.T) {
 	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
 		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
@@ -57,6 +59,7 @@ func TestConditionsMatchCore(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkConditions(t, s)
+			checkAcquisitions(t, s)
 		})
 	}
 }
@@ -142,5 +145,95 @@ func checkComplete(t *testing.T, s *Store, stored core.Record, now time.Time) {
 	_, err := s.Complete(context.Background(), core.Succeed(stored, []byte(`1`), now, time.Hour))
 	if got := err == nil; got != want {
 		t.Errorf("complete of %v at %s: applied %v (%v), core says %v", stored, now.Format(time.TimeOnly), got, err, want)
+	}
+}
+
+// checkAcquisitions checks the acquisition's condition against
+// core.Acquirable, and its count against core.Acquire, for every stored
+// record at instants around its lease and retention ends, with the
+// caller's fingerprint and another, in the current encoding and in the
+// encoding before attempts_carried existed. The one UpdateItem applies
+// exactly where core allows it, but for the records it leaves to a second
+// write (see Store.Acquire); Store.Acquire, second write included, applies
+// exactly where core allows it.
+func checkAcquisitions(t *testing.T, s *Store) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	p := core.Policy{MaxAttempts: 2}
+	n := 0
+	for _, stored := range acquireRecords(at) {
+		for _, sec := range []int{0, 29, 30, 59, 60, 61, 4000} {
+			for _, fp := range []string{"fp", "fp-other"} {
+				for _, old := range []bool{false, true} {
+					n++
+					st := stored
+					st.Key = fmt.Sprintf("acq:%d", n)
+					checkAcquire(t, s, st, old, fp, at(sec), p)
+				}
+			}
+		}
+	}
+}
+
+// acquireRecords are storedRecords with one and two attempts, and a
+// retryable failure that never expires (no TTL attribute).
+func acquireRecords(at func(int) time.Time) []core.Record {
+	var out []core.Record
+	for _, r := range storedRecords(at) {
+		for _, attempts := range []int{1, 2} {
+			r.Attempts = attempts
+			out = append(out, r)
+		}
+	}
+	forever := core.Record{Fingerprint: "fp", LeaseToken: "tok-old", Attempts: 1, UpdatedAt: at(0), Status: core.StatusFailed, Retryable: true}
+	return append(out, forever)
+}
+
+// leftToSecondWrite reports whether the acquisition's UpdateItem leaves
+// stored to a second write (see Store.Acquire): an expired record that
+// carries its count or is in progress, or a live one without a TTL
+// attribute or written before attempts_carried existed.
+func leftToSecondWrite(stored core.Record, old bool, now time.Time) bool {
+	if stored.Expired(now) {
+		return stored.Status == core.StatusInProgress || !old && carriesAttempts(stored)
+	}
+	return old || stored.ExpiresAt.IsZero()
+}
+
+func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp string, now time.Time, p core.Policy) {
+	t.Helper()
+	put := func() {
+		item := s.encode(normalize(stored), nil, "")
+		if old {
+			delete(item, s.names.AttemptsCarried)
+		}
+		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	what := fmt.Sprintf("acquire over %v (old encoding %v) with fp %s at %s", stored, old, fp, now.Format(time.TimeOnly))
+	allowed := core.Acquirable(&stored, fp, now, p)
+	rec := core.Reserve(stored.Key, fp, "tok-new", nil, now, now.Add(time.Minute), time.Hour)
+	wantAttempts := core.Acquire(rec, &stored, now).Attempts
+
+	put()
+	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.acquireInput(normalize(rec), now, p))
+	var ccf *types.ConditionalCheckFailedException
+	if want := allowed && !leftToSecondWrite(stored, old, now); (err == nil) != want || (err != nil && !errors.As(err, &ccf)) {
+		t.Errorf("%s: UpdateItem applied %v (%v), want %v", what, err == nil, err, want)
+	}
+	if err == nil {
+		if got, _, _ := s.read(context.Background(), "test", stored.Key); got.Attempts != wantAttempts || got.LeaseToken != "tok-new" {
+			t.Errorf("%s: stored %v, want attempt %d", what, got, wantAttempts)
+		}
+	}
+
+	put()
+	got, _, err := s.Acquire(context.Background(), rec, now, p)
+	if (err == nil) != allowed {
+		t.Errorf("%s: Acquire = %v, core allows it: %v", what, err, allowed)
+	}
+	if err == nil && got.Attempts != wantAttempts {
+		t.Errorf("%s: Acquire wrote attempt %d, want %d", what, got.Attempts, wantAttempts)
 	}
 }

@@ -1,8 +1,8 @@
 // Package ddbstore is an idem.Store on a DynamoDB table: the store to use when
 // more than one process (Lambda sandboxes, containers) handles the same keys.
-// Every write is one conditional PutItem, which DynamoDB applies atomically,
-// so of any number of concurrent callers in any number of processes, one
-// reserves a key.
+// Every write is one conditional write (an UpdateItem to reserve, a PutItem
+// to complete), which DynamoDB applies atomically, so of any number of
+// concurrent callers in any number of processes, one reserves a key.
 //
 //	cfg, _ := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(5))
 //	store, err := ddbstore.New(dynamodb.NewFromConfig(cfg), "idem")
@@ -21,6 +21,7 @@
 //	lease_token     S     fencing token of the lease that wrote the record; kept after completion
 //	lease_until_ms  N     in_progress only: end of the lease, epoch milliseconds, rounded up
 //	attempts        N     executions started for the key, across deliveries
+//	attempts_carried N    in_progress and retryable failures only: equals attempts; the count Acquire continues
 //	expires_at      N     end of retention, epoch SECONDS, rounded up; the TTL attribute (name: WithTTLAttribute)
 //	updated_at_ms   N     time of the write, epoch milliseconds
 //	retryable       BOOL  failed only: a later delivery may execute again
@@ -63,7 +64,21 @@
 //
 // # Calls
 //
-// Reserve is one PutItem with the condition
+// Acquire (idem.Acquirer, which idem.Runner uses) is one UpdateItem with
+// the condition
+//
+//	attribute_not_exists(pk)
+//	OR (expires_at <= :now_s AND status <> in_progress AND attribute_not_exists(attempts_carried))
+//	OR (status = in_progress AND lease_until_ms <= :now_ms AND expires_at > :now_s
+//	    AND fingerprint = :fp AND attempts_carried < :max_attempts)
+//	OR (status = failed AND retryable = true AND expires_at > :now_s
+//	    AND fingerprint = :fp AND attempts_carried < :max_attempts)
+//
+// (core.Acquirable) that sets attempts to attempts_carried + 1, or to 1
+// where the item has no attempts_carried, with ReturnValues ALL_OLD (the
+// record replaced: a takeover or a retry) and
+// ReturnValuesOnConditionCheckFailure ALL_OLD. Reserve is one PutItem with
+// the condition
 //
 //	attribute_not_exists(pk) OR expires_at <= :now_s
 //	OR (lease_token = :prev_token AND status = :prev_status AND size(step_names) = :prev_steps AND
@@ -80,15 +95,18 @@
 // Get is one consistent GetItem. Through an idem.Runner, on DynamoDB (and on
 // servers that return ALL_OLD):
 //
-//	first run                           2 PutItem
-//	duplicate of a completed key        1 PutItem
-//	in progress elsewhere               1 PutItem
-//	takeover of an expired lease        2 PutItem + 1 to complete
-//	retry of a retryable failure        2 PutItem + 1 to complete
+//	first run                           1 UpdateItem + 1 PutItem
+//	duplicate of a completed key        1 UpdateItem
+//	in progress elsewhere               1 UpdateItem
+//	takeover of an expired lease        1 UpdateItem + 1 PutItem
+//	retry of a retryable failure        1 UpdateItem + 1 PutItem
 //
 // and one GetItem more on each refused reservation where the server does not
 // return ALL_OLD. Each step of a handler (idem.Step) is one UpdateItem more
-// (RecordStep), conditioned on the lease, billed by the item's size.
+// (RecordStep), conditioned on the lease, billed by the item's size. A
+// crash or a retryable failure older than the retention, and a record
+// written before attempts_carried existed, cost one PutItem more (see
+// Store.Acquire).
 //
 // # Large results
 //
@@ -114,7 +132,7 @@
 // message text, into an *Error{Op, Table, Err} wrapping a sentinel and the
 // SDK's error, marked for core.Classify:
 //
-//	ConditionalCheckFailedException               *idem.ConflictError (Reserve), idem.ErrLeaseLost (Complete)
+//	ConditionalCheckFailedException               *idem.ConflictError (Reserve, Acquire), idem.ErrLeaseLost (Complete)
 //	ProvisionedThroughputExceededException,
 //	  RequestLimitExceeded, ThrottlingException,
 //	  TransactionConflictException, HTTP 429      ErrThrottled, transient
@@ -130,14 +148,15 @@
 //
 // A store write is retryable only where retrying it cannot do harm. A
 // throttled request certainly did not happen. A timeout, a reset or a 5xx may
-// have: the write may have been applied and only its answer lost. Both
-// writes are conditional and carry the lease token, so a retry recognises
+// have: the write may have been applied and only its answer lost. Every
+// write is conditional and carries the lease token, so a retry recognises
 // its own earlier write: a reservation that finds an in-progress record with
-// its own token and attempt, or a completion that finds its own outcome
-// (same token, status and attempt), reports success. That is why these
-// failures are marked transient, why the SDK's own retries are safe, and why
-// the runner retries a completion. After such a failure Reserve also makes
-// one consistent GetItem to look for its own reservation before reporting
+// its own token (and, for Reserve, its attempt), or a completion that finds
+// its own outcome (same token, status and attempt), reports success. That is
+// why these failures are marked transient, why the SDK's own retries are
+// safe, and why the runner retries a completion. After such a failure Reserve
+// and Acquire also make one consistent GetItem to look for their own
+// reservation before reporting
 // the error, so an applied reservation is not left orphaned; if the check
 // fails too, the orphan holds the key until its lease ends and is then taken
 // over: the handler has not run, and nothing runs twice.

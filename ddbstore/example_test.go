@@ -120,5 +120,5 @@ func ExampleWithSortKey() {
 	// PK = orders#evt:0f8e2d:charge
 	// SK = idempotency#
 	// idem_status = in_progress
-	// attributes: [PK SK attempts fingerprint idem_status lease_token lease_until_ms ttl updated_at_ms]
+	// attributes: [PK SK attempts attempts_carried fingerprint idem_status lease_token lease_until_ms ttl updated_at_ms]
 }

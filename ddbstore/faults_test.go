@@ -134,17 +134,17 @@ func TestFaultsThroughRunner(t *testing.T) {
 		want   [3]class // the three calls
 		runs   int32    // handler executions in all
 	}{
-		{"reserve ThrottlingException", []fault{{Op: "PutItem", Match: reservePut, Kind: throttleOther, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
-		{"reserve 500 not applied", []fault{{Op: "PutItem", Match: reservePut, Kind: serverError, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
-		{"reserve 503 not applied", []fault{{Op: "PutItem", Match: reservePut, Kind: unavailable, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
-		{"reserve reset before send", []fault{{Op: "PutItem", Match: reservePut, Kind: reset, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve ThrottlingException", []fault{{Op: "UpdateItem", Match: reservePut, Kind: throttleOther, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve 500 not applied", []fault{{Op: "UpdateItem", Match: reservePut, Kind: serverError, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve 503 not applied", []fault{{Op: "UpdateItem", Match: reservePut, Kind: unavailable, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
+		{"reserve reset before send", []fault{{Op: "UpdateItem", Match: reservePut, Kind: reset, Times: 1}}, [3]class{storeErr, executed, replayed}, 1},
 		// Applied, answer lost: the store's check finds its own token.
-		{"reserve 500 after apply", []fault{{Op: "PutItem", Match: reservePut, Kind: serverError, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
-		{"reserve reset after apply", []fault{{Op: "PutItem", Match: reservePut, Kind: reset, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"reserve 500 after apply", []fault{{Op: "UpdateItem", Match: reservePut, Kind: serverError, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
+		{"reserve reset after apply", []fault{{Op: "UpdateItem", Match: reservePut, Kind: reset, After: true, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
 		// Applied, answer lost, and the check fails too: the reservation
 		// is orphaned; the key waits for the lease to end, then runs once.
 		{"reserve reset after apply, check 503", []fault{
-			{Op: "PutItem", Match: reservePut, Kind: reset, After: true, Times: 1},
+			{Op: "UpdateItem", Match: reservePut, Kind: reset, After: true, Times: 1},
 			{Op: "GetItem", Kind: unavailable, Times: 1}}, [3]class{storeErr, inProgress, executed}, 1},
 		// Completion faults: the runner retries the completion.
 		{"complete ThrottlingException once", []fault{{Op: "PutItem", Match: completePut, Kind: throttleOther, Times: 1}}, [3]class{executed, replayed, replayed}, 1},
@@ -295,5 +295,25 @@ func TestSDKRetryOfAppliedWrites(t *testing.T) {
 	}
 	if n := rec.count("PutItem"); n != 2 {
 		t.Errorf("%d PutItem, want 2", n)
+	}
+
+	// The same for a one-write reservation (Acquire): its retry is refused
+	// by its own record, which it recognises by its token.
+	first := core.Reserve("sdkretry:key:2", fp, "tok-b", nil, now, now.Add(time.Minute), time.Hour)
+	if err := s.Reserve(ctx, first, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Complete(ctx, core.Fail(first, errors.New("throttled"), true, now, time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rec.inject(fault{Op: "UpdateItem", Match: reservePut, Kind: reset, After: true, Times: 1})
+	rec.reset()
+	acq := core.Reserve("sdkretry:key:2", fp, "tok-c", nil, now, now.Add(time.Minute), time.Hour)
+	got, _, err := s.Acquire(ctx, acq, now, core.Policy{MaxAttempts: 3})
+	if err != nil || got.LeaseToken != "tok-c" || got.Attempts != 2 {
+		t.Fatalf("Acquire = %v, %v; want attempt 2 with token tok-c (the SDK's retry meets its own record)", got, err)
+	}
+	if n := rec.count("UpdateItem"); n != 2 {
+		t.Errorf("%d UpdateItem, want 2 (one lost answer, one retry)", n)
 	}
 }

@@ -119,14 +119,16 @@ func TestRecordLayout(t *testing.T) {
 	}
 	item := rawItem(t, f, "layout:key:1")
 	want := map[string]types.AttributeValue{
-		"pk":             &types.AttributeValueMemberS{Value: "layout:key:1"},
-		"status":         &types.AttributeValueMemberS{Value: "in_progress"},
-		"fingerprint":    &types.AttributeValueMemberS{Value: fp},
-		"lease_token":    &types.AttributeValueMemberS{Value: "tok-layout"},
-		"attempts":       &types.AttributeValueMemberN{Value: "1"},
-		"lease_until_ms": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(90*time.Second).UnixMilli()+1, 10)}, // rounded up
-		"expires_at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Hour).Unix()+1, 10)},           // rounded up
-		"updated_at_ms":  &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+		"pk":          &types.AttributeValueMemberS{Value: "layout:key:1"},
+		"status":      &types.AttributeValueMemberS{Value: "in_progress"},
+		"fingerprint": &types.AttributeValueMemberS{Value: fp},
+		"lease_token": &types.AttributeValueMemberS{Value: "tok-layout"},
+		"attempts":    &types.AttributeValueMemberN{Value: "1"},
+		// An in-progress record carries its count for Acquire.
+		"attempts_carried": &types.AttributeValueMemberN{Value: "1"},
+		"lease_until_ms":   &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(90*time.Second).UnixMilli()+1, 10)}, // rounded up
+		"expires_at":       &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Hour).Unix()+1, 10)},           // rounded up
+		"updated_at_ms":    &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
 	}
 	sameItem(t, "reserved item", item, want)
 
@@ -155,15 +157,17 @@ func TestRecordLayout(t *testing.T) {
 	}
 	item = rawItem(t, f, "layout:key:1")
 	want = map[string]types.AttributeValue{
-		"pk":            &types.AttributeValueMemberS{Value: "layout:key:1"},
-		"status":        &types.AttributeValueMemberS{Value: "failed"},
-		"fingerprint":   &types.AttributeValueMemberS{Value: fp},
-		"lease_token":   &types.AttributeValueMemberS{Value: "tok-layout"},
-		"attempts":      &types.AttributeValueMemberN{Value: "1"},
-		"retryable":     &types.AttributeValueMemberBOOL{Value: true},
-		"error":         &types.AttributeValueMemberS{Value: "upstream 503"},
-		"expires_at":    &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Hour+time.Second).Unix()+1, 10)},
-		"updated_at_ms": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Second).UnixMilli(), 10)},
+		"pk":          &types.AttributeValueMemberS{Value: "layout:key:1"},
+		"status":      &types.AttributeValueMemberS{Value: "failed"},
+		"fingerprint": &types.AttributeValueMemberS{Value: fp},
+		"lease_token": &types.AttributeValueMemberS{Value: "tok-layout"},
+		"attempts":    &types.AttributeValueMemberN{Value: "1"},
+		// So does a retryable failure.
+		"attempts_carried": &types.AttributeValueMemberN{Value: "1"},
+		"retryable":        &types.AttributeValueMemberBOOL{Value: true},
+		"error":            &types.AttributeValueMemberS{Value: "upstream 503"},
+		"expires_at":       &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Hour+time.Second).Unix()+1, 10)},
+		"updated_at_ms":    &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(time.Second).UnixMilli(), 10)},
 	}
 	sameItem(t, "failed item", item, want)
 
@@ -277,7 +281,9 @@ func TestAllOldPath(t *testing.T) {
 }
 
 // TestCallsPerPath measures the DynamoDB calls of each path through the
-// runner, and logs them (the README quotes them).
+// runner, and logs them (the README quotes them). Every reservation is one
+// UpdateItem (Store.Acquire), and a completion one PutItem: a retry and a
+// takeover cost what a first run does.
 func TestCallsPerPath(t *testing.T) {
 	integration(t)
 	f := newFixture(t)
@@ -288,21 +294,21 @@ func TestCallsPerPath(t *testing.T) {
 	if !returnsAllOld() {
 		extra = 1
 	}
-	type want struct{ puts, gets int }
+	type want struct{ updates, puts, gets int }
 	var ran atomic.Int32
 	ok := func(context.Context) ([]byte, error) { ran.Add(1); return []byte(`"ok"`), nil }
 	step := func(name string, w want, fn func()) {
 		t.Helper()
 		f.rec.reset()
 		fn()
-		puts, gets := f.rec.count("PutItem"), f.rec.count("GetItem")
-		t.Logf("%-34s PutItem %d GetItem %d", name, puts, gets)
-		if puts != w.puts || gets != w.gets {
-			t.Errorf("%s on %q: %d PutItem, %d GetItem; want %d, %d", name, server(), puts, gets, w.puts, w.gets)
+		got := want{f.rec.count("UpdateItem"), f.rec.count("PutItem"), f.rec.count("GetItem")}
+		t.Logf("%-34s UpdateItem %d PutItem %d GetItem %d", name, got.updates, got.puts, got.gets)
+		if got != w {
+			t.Errorf("%s on %q: %+v; want %+v", name, server(), got, w)
 		}
 	}
-	step("first run", want{2, 0}, func() { mustDo(t, r, ctx, "calls:key:1", ok) })
-	step("duplicate of completed", want{1, extra}, func() { mustDo(t, r, ctx, "calls:key:1", ok) })
+	step("first run", want{1, 1, 0}, func() { mustDo(t, r, ctx, "calls:key:1", ok) })
+	step("duplicate of completed", want{1, 0, extra}, func() { mustDo(t, r, ctx, "calls:key:1", ok) })
 
 	// In progress: a lease held by another caller.
 	now := clock.Now()
@@ -310,17 +316,17 @@ func TestCallsPerPath(t *testing.T) {
 	if err := f.store.Reserve(ctx, held, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	step("in progress", want{1, extra}, func() {
+	step("in progress", want{1, 0, extra}, func() {
 		if _, err := r.Do(ctx, "calls:key:2", []byte(`{}`), ok); !errors.Is(err, core.ErrInProgress) {
 			t.Fatalf("Do = %v, want ErrInProgress", err)
 		}
 	})
 	clock.Advance(2 * time.Minute)
-	step("takeover of an expired lease", want{3, extra}, func() { mustDo(t, r, ctx, "calls:key:2", ok) })
+	step("takeover of an expired lease", want{1, 1, 0}, func() { mustDo(t, r, ctx, "calls:key:2", ok) })
 
 	// Retry of a retryable failure.
 	tr := newRunnerOpts(t, f.store, clock, idem.WithRetry(1, 0, 0))
-	step("transient failure", want{2, 0}, func() {
+	step("transient failure", want{1, 1, 0}, func() {
 		_, err := tr.Do(ctx, "calls:key:3", []byte(`{}`), func(context.Context) ([]byte, error) {
 			return nil, core.MarkTransient(errors.New("try later"))
 		})
@@ -328,9 +334,19 @@ func TestCallsPerPath(t *testing.T) {
 			t.Fatalf("Do = %v, want ErrTransientFailure", err)
 		}
 	})
-	step("retry of a retryable failure", want{3, extra}, func() { mustDo(t, r, ctx, "calls:key:3", ok) })
-	step("Get", want{0, 1}, func() {
-		if _, err := f.store.Get(ctx, "calls:key:3", clock.Now()); err != nil {
+	step("retry of a retryable failure", want{1, 1, 0}, func() {
+		if out := mustDo(t, r, ctx, "calls:key:3", ok); out.Attempts != 2 {
+			t.Errorf("retry ran attempt %d, want 2", out.Attempts)
+		}
+	})
+	clock.Advance(2 * idem.DefaultRetention)
+	step("first run over an expired record", want{1, 1, 0}, func() {
+		if out := mustDo(t, r, ctx, "calls:key:1", ok); out.Replayed || out.Attempts != 1 {
+			t.Errorf("run after retention = %+v, want executed at attempt 1", out)
+		}
+	})
+	step("Get", want{0, 0, 1}, func() {
+		if _, err := f.store.Get(ctx, "calls:key:1", clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -44,6 +44,9 @@ type AttributeNames struct {
 	LeaseUntil string
 	// Attempts names the execution count (default AttrAttempts).
 	Attempts string
+	// AttemptsCarried names the execution count that a one-write
+	// reservation continues (default AttrAttemptsCarried).
+	AttemptsCarried string
 	// Retryable names the retryable flag of failures (default
 	// AttrRetryable).
 	Retryable string
@@ -91,6 +94,7 @@ func (n *AttributeNames) fields() []field {
 		{AttrResultOmitted, &n.ResultOmitted}, {AttrUpdatedAt, &n.UpdatedAt},
 		{AttrResultRef, &n.ResultRef}, {AttrResultSHA256, &n.ResultSHA256}, {AttrResultSize, &n.ResultSize},
 		{AttrSteps, &n.Steps}, {AttrStepNames, &n.StepNames}, {AttrStepsSize, &n.StepsSize},
+		{AttrAttemptsCarried, &n.AttemptsCarried},
 	}
 }
 

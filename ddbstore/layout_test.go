@@ -38,9 +38,14 @@ var renamed = ddbstore.AttributeNames{
 	ResultEncoding: "data_encoding",
 	ResultOmitted:  "data_omitted",
 	UpdatedAt:      "timestamp",
+	ResultRef:      "body_ref",
+	ResultSHA256:   "body_sha256",
+	ResultSize:     "body_size",
 	Steps:          "recovery_points",
 	StepNames:      "recovery_point_names",
 	StepsSize:      "recovery_points_size",
+	// A reserved word too.
+	AttemptsCarried: "counter",
 }
 
 // singleTable is a single-table layout: a sort key with a fixed value, a
@@ -59,12 +64,14 @@ func singleTable(prefix, sortValue string) []ddbstore.Option {
 var defaultNames = []string{ddbstore.DefaultKeyAttribute, ddbstore.DefaultTTLAttribute, ddbstore.AttrStatus, ddbstore.AttrFingerprint,
 	ddbstore.AttrLeaseToken, ddbstore.AttrLeaseUntil, ddbstore.AttrAttempts, ddbstore.AttrRetryable, ddbstore.AttrError,
 	ddbstore.AttrResult, ddbstore.AttrResultEncoding, ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt,
-	ddbstore.AttrSteps, ddbstore.AttrStepNames, ddbstore.AttrStepsSize}
+	ddbstore.AttrResultRef, ddbstore.AttrResultSHA256, ddbstore.AttrResultSize,
+	ddbstore.AttrSteps, ddbstore.AttrStepNames, ddbstore.AttrStepsSize, ddbstore.AttrAttemptsCarried}
 
 // singleTableNames are the attribute names of singleTable.
 var singleTableNames = []string{"PK", "SK", "ttl", renamed.Status, renamed.Fingerprint, renamed.LeaseToken, renamed.LeaseUntil,
 	renamed.Attempts, renamed.Retryable, renamed.Error, renamed.Result, renamed.ResultEncoding, renamed.ResultOmitted, renamed.UpdatedAt,
-	renamed.Steps, renamed.StepNames, renamed.StepsSize}
+	renamed.ResultRef, renamed.ResultSHA256, renamed.ResultSize,
+	renamed.Steps, renamed.StepNames, renamed.StepsSize, renamed.AttemptsCarried}
 
 func TestLayoutOptions(t *testing.T) {
 	t.Parallel()
@@ -177,7 +184,8 @@ func attrsOf(m map[string]types.AttributeValue) []string {
 var placeholders = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
 
 // expressionWords are the words an expression may hold besides placeholders.
-var expressionWords = []string{"AND", "OR", "NOT", "attribute_not_exists", "attribute_exists", "begins_with"}
+var expressionWords = []string{"AND", "OR", "NOT", "attribute_not_exists", "attribute_exists", "begins_with",
+	"SET", "REMOVE", "if_not_exists", "+"}
 
 // TestLayoutRequests makes every call of the store with the single-table
 // layout and checks every request: its items and keys have the layout's

@@ -73,6 +73,12 @@ func (s *serialized) Complete(ctx context.Context, rec core.Record) (core.Record
 	return s.s.Complete(ctx, rec)
 }
 
+func (s *serialized) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s.(idem.Acquirer).Acquire(ctx, rec, now, p)
+}
+
 func (s *serialized) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,7 +150,7 @@ func (k faultKind) String() string {
 
 // kitOps are the kinds of request, for storetest.Faults, of the DynamoDB
 // operations the store makes.
-var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "PutItem": storetest.Write}
+var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "PutItem": storetest.Write, "UpdateItem": storetest.Write}
 
 // kitFaults are the faults of storetest in DynamoDB's shapes: a failed dial;
 // a request applied whose answer times out; throttling as DynamoDB answers

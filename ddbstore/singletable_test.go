@@ -81,6 +81,7 @@ func TestRecordLayoutSingleTable(t *testing.T) {
 	sameItem(t, "reserved item", rawItemAt(t, f, at), map[string]types.AttributeValue{
 		"PK": str("orders#layout:key:1"), "SK": str("idempotency#"),
 		"idem_status": str("in_progress"), "validation": str(fp), "token": str("tok-layout"), "count": numAttr(1),
+		"counter":                numAttr(1),
 		"in_progress_expiration": numAttr(now.Add(90*time.Second).UnixMilli() + 1),
 		"ttl":                    numAttr(now.Add(time.Hour).Unix() + 1),
 		"timestamp":              numAttr(now.UnixMilli()),
@@ -92,7 +93,7 @@ func TestRecordLayoutSingleTable(t *testing.T) {
 	}
 	sameItem(t, "failed item", rawItemAt(t, f, at), map[string]types.AttributeValue{
 		"PK": str("orders#layout:key:1"), "SK": str("idempotency#"),
-		"idem_status": str("failed"), "validation": str(fp), "token": str("tok-layout"), "count": numAttr(1),
+		"idem_status": str("failed"), "validation": str(fp), "token": str("tok-layout"), "count": numAttr(1), "counter": numAttr(1),
 		"retry": &types.AttributeValueMemberBOOL{Value: true}, "cause": str("upstream 503"),
 		"ttl":       numAttr(now.Add(time.Hour+time.Second).Unix() + 1),
 		"timestamp": numAttr(now.Add(time.Second).UnixMilli()),

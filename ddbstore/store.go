@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -139,15 +140,19 @@ func buildOptions(opts []Option) (options, error) {
 	return o, nil
 }
 
-// Store is an idem.Store on a DynamoDB table. It is safe for concurrent use
-// by multiple goroutines, and by any number of processes sharing the table:
-// every write is one conditional PutItem, which DynamoDB applies atomically.
-// Create one with New; the zero value is not usable.
+// Store is an idem.Store (and an idem.Acquirer) on a DynamoDB table. It is
+// safe for concurrent use by multiple goroutines, and by any number of
+// processes sharing the table: every write is one conditional PutItem or
+// UpdateItem, which DynamoDB applies atomically. Create one with New; the
+// zero value is not usable, and a Store must not be copied.
 type Store struct {
 	client API
 	table  string
 	calls  *callOptions // per-call SDK options (client.go)
 	options
+	// noUpdate is set once UpdateItem was refused for access (a policy
+	// that grants PutItem and GetItem only): Acquire then uses PutItem.
+	noUpdate atomic.Bool
 }
 
 var _ idem.Store = (*Store)(nil)
@@ -212,22 +217,10 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if rec.Status != core.StatusInProgress {
-		return fmt.Errorf("ddbstore: reserve needs an in_progress record, got %q", rec.Status)
-	}
-	if rec.LeaseToken == "" {
-		return errors.New("ddbstore: reserve needs a lease token")
-	}
-	if err := s.checkKey(op, rec.Key); err != nil {
+	if err := s.checkReservation(op, &rec); err != nil {
 		return err
 	}
-	rec = normalize(rec)
-	rec.Result, rec.ResultOmitted = nil, false
-	item := s.encode(rec, nil, "")
-	if size := ItemSize(item); size > s.maxItem {
-		return s.fail(op, ErrItemTooLarge, "record is %d bytes, at most %d", size, s.maxItem)
-	}
-	in := s.reserveInput(item, prev, now)
+	in := s.reserveInput(s.encode(rec, nil, ""), prev, now)
 	for try := 0; ; try++ {
 		_, err := s.client.PutItem(ctx, in, s.calls.fns...)
 		if err == nil {

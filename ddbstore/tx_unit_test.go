@@ -220,7 +220,7 @@ func TestRunnerRecordsAStagedConditionFailure(t *testing.T) {
 	for _, r := range srv.Requests() {
 		targets = append(targets, r.Target[strings.IndexByte(r.Target, '.')+1:])
 	}
-	if got := strings.Join(targets, " "); got != "PutItem TransactWriteItems PutItem" {
-		t.Fatalf("calls = %s, want PutItem TransactWriteItems PutItem", got)
+	if got := strings.Join(targets, " "); got != "UpdateItem TransactWriteItems PutItem" {
+		t.Fatalf("calls = %s, want UpdateItem TransactWriteItems PutItem", got)
 	}
 }

@@ -63,7 +63,7 @@ func (h faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// scriptOp names the store call a command is: a write (reserve, complete)
+// scriptOp names the store call a command is: a write (acquire, reserve, complete)
 // or a read (get). Other commands are not the store's calls.
 func scriptOp(cmd redis.Cmder) (storetest.Op, bool) {
 	args := cmd.Args()
@@ -72,7 +72,7 @@ func scriptOp(cmd redis.Cmder) (storetest.Op, bool) {
 	}
 	id, _ := args[1].(string)
 	switch id {
-	case reserveScript.sha, reserveScript.src, completeScript.sha, completeScript.src:
+	case acquireScript.sha, acquireScript.src, reserveScript.sha, reserveScript.src, completeScript.sha, completeScript.src:
 		return storetest.Write, true
 	case getScript.sha, getScript.src:
 		return storetest.Read, true

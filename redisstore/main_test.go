@@ -131,6 +131,7 @@ func (c *counter) add(cmd redis.Cmder) {
 
 // scriptNames names the scripts by their SHA-1 and by their source.
 var scriptNames = map[string]string{
+	acquireScript.sha: "acquire", acquireScript.src: "acquire",
 	reserveScript.sha: "reserve", reserveScript.src: "reserve",
 	completeScript.sha: "complete", completeScript.src: "complete",
 	getScript.sha: "get", getScript.src: "get",

@@ -53,6 +53,15 @@ local function replaceable(r, prev_token, prev_status, prev_steps, now)
          (r.status == 'failed' and r.retryable == '1')
 end
 
+-- core.Acquirable over a live record r (absence and expiry are the
+-- caller's): same fingerprint, attempts below max, and an ended lease or a
+-- retryable failure.
+local function acquirable(r, fp, max, now)
+  if r.fp ~= fp or (tonumber(r.attempts) or 0) >= max then return false end
+  return (r.status == 'in_progress' and lease_expired(r, now)) or
+         (r.status == 'failed' and r.retryable == '1')
+end
+
 -- core.SameWrite: the key is the same by construction.
 local function same_write(r, token, status, attempts)
   return r.token == token and r.status == status and r.attempts == attempts
@@ -160,6 +169,7 @@ func newScript(src string) script {
 }
 
 var (
+	acquireScript  = newScript(acquireLua)
 	reserveScript  = newScript(reserveLua)
 	completeScript = newScript(completeLua)
 	getScript      = newScript(getLua)

@@ -130,24 +130,10 @@ func (s *Store) waitFlag() string {
 // ErrRecordTooLarge, and nothing is sent.
 func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
 	const op = "reserve"
-	if err := ctx.Err(); err != nil {
+	if err := s.checkReservation(ctx, op, &rec); err != nil {
 		return err
 	}
-	if rec.Status != core.StatusInProgress {
-		return fmt.Errorf("redisstore: reserve needs an in_progress record, got %q", rec.Status)
-	}
-	if rec.LeaseToken == "" {
-		return errors.New("redisstore: reserve needs a lease token")
-	}
-	if !checkKey(rec.Key) {
-		return s.fail(op, ErrKeyTooLarge, "key is %d bytes, want 1 to %d", len(rec.Key), MaxKeySize)
-	}
-	rec = normalize(rec)
-	rec.Result, rec.ResultOmitted = nil, false
 	name, fields := s.Name(rec.Key), encode(rec, nil, "")
-	if size := recordSize(name, fields); size > s.maxRecord {
-		return s.fail(op, ErrRecordTooLarge, "record is %d bytes, at most %d", size, s.maxRecord)
-	}
 	verdict, flat, err := s.eval(ctx, op, reserveScript, name, s.reserveArgs(rec, prev, now, fields))
 	if err != nil {
 		t := translate(op, err)

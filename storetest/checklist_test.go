@@ -13,12 +13,12 @@ const checklistPage = "../docs/writing-a-store.md"
 // per case, its name, its faults (one subtest each) and its doc.
 func checklist() (run, faults string) {
 	var b strings.Builder
-	for _, c := range append(append(append(cases[:len(cases):len(cases)], releaseCases...), renewCases...), stepCases...) {
+	for _, c := range append(append(append(append(cases[:len(cases):len(cases)], releaseCases...), renewCases...), stepCases...), acquireCases...) {
 		b.WriteString("- [ ] `" + c.name + "`: " + c.doc + ".\n")
 	}
 	run = b.String()
 	b.Reset()
-	for _, c := range faultCases {
+	for _, c := range append(faultCases[:len(faultCases):len(faultCases)], acquireFaultCases...) {
 		b.WriteString("- [ ] `" + c.name + "`")
 		if len(c.faults) > 0 {
 			names := make([]string, len(c.faults))
@@ -51,7 +51,7 @@ func TestChecklist(t *testing.T) {
 			n++
 		}
 	}
-	if want := len(cases) + len(releaseCases) + len(renewCases) + len(stepCases) + len(faultCases); n != want {
+	if want := len(cases) + len(releaseCases) + len(renewCases) + len(stepCases) + len(acquireCases) + len(faultCases) + len(acquireFaultCases); n != want {
 		t.Errorf("%s has %d checklist lines, want %d (one per case)", checklistPage, n, want)
 	}
 }

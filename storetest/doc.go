@@ -29,6 +29,11 @@
 // with idem.ErrLeaseLost and apply nothing; a retried commit is recognised.
 // The caller passes the store's own writes (NewWrite).
 //
+// For stores that also implement idem.Acquirer, Run checks the one-write
+// reservation: what it replaces (core.Acquirable), the attempt it counts
+// (core.Acquire), the conflicts it returns, its retried writes, and the
+// race where 64 goroutines acquire one key and exactly one wins.
+//
 // It is an ordinary package that uses only the standard library's testing
 // package. A store's tests call both:
 //

@@ -25,7 +25,11 @@ import (
 func RunFaults(t *testing.T, newStore func(t *testing.T, f *Faults) idem.Store) {
 	t.Helper()
 	run := newRunID()
-	for _, tc := range faultCases {
+	all := faultCases
+	if _, ok := newStore(t, &Faults{}).(idem.Acquirer); ok {
+		all = append(all[:len(all):len(all)], acquireFaultCases...)
+	}
+	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			if len(tc.faults) == 0 {

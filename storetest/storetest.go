@@ -32,6 +32,9 @@ func Run(t *testing.T, newStore func(t *testing.T) idem.Store) {
 	if _, ok := newStore(t).(idem.StepRecorder); ok {
 		all = append(all[:len(all):len(all)], stepCases...)
 	}
+	if _, ok := newStore(t).(idem.Acquirer); ok {
+		all = append(all[:len(all):len(all)], acquireCases...)
+	}
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

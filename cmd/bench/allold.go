@@ -12,15 +12,19 @@ import (
 	"github.com/idemgo/idem/internal/devserver"
 )
 
-// allOldResult is the calls per event of a first execution and of a
-// duplicate on moto, a server that returns the blocking item with a failed
-// condition (ReturnValuesOnConditionCheckFailure ALL_OLD), as DynamoDB does.
+// allOldResult is the calls per event of a first execution, a duplicate,
+// a call refused by a live lease, a retry of a retryable failure and a
+// takeover of an expired lease on moto, a server that returns the blocking
+// item with a failed condition (ReturnValuesOnConditionCheckFailure
+// ALL_OLD), as DynamoDB does.
 type allOldResult struct {
 	Server         string             `json:"server"`
 	Events         int                `json:"events"`
 	FirstCalls     map[string]float64 `json:"a_unique_calls_per_event"`
 	DuplicateCalls map[string]float64 `json:"b_duplicate_completed_calls_per_event"`
 	LiveCalls      map[string]float64 `json:"f_live_inprogress_calls_per_event"`
+	RetryCalls     map[string]float64 `json:"e_retry_calls_per_event"`
+	TakeoverCalls  map[string]float64 `json:"f_expired_inprogress_calls_per_event"`
 	Outcomes       map[string]int     `json:"outcomes"`
 	Note           string             `json:"note"`
 }
@@ -97,7 +101,35 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 	if res.LiveCalls, err = count(live, do); err != nil {
 		return nil, err
 	}
+	if res.RetryCalls, err = allOldRetry(r, res, count); err != nil {
+		return nil, err
+	}
+	expired := makeEvents("f_expired_inprogress", "seq", n, 0)
+	if err := prewriteInProgress(-time.Second)(b, st, expired); err != nil {
+		return nil, err
+	}
+	if res.TakeoverCalls, err = count(expired, do); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// allOldRetry counts the calls of a retry of a retryable failure: the
+// events fail transiently once (e_throw, unmeasured), then run again.
+func allOldRetry(r *idem.Runner, res *allOldResult, count func([]event, func(context.Context, event) error) (map[string]float64, error)) (map[string]float64, error) {
+	evs := makeEvents("e_throw", "seq", res.Events, 0)
+	var execs atomic.Int64
+	run := func(throw bool) func(context.Context, event) error {
+		return func(ctx context.Context, ev event) error {
+			out, err := r.Do(ctx, ev.key, ev.payload, handler(ev, throw, &execs, 0))
+			res.Outcomes[outcome(out, err)]++
+			return nil
+		}
+	}
+	if _, err := count(evs, run(true)); err != nil {
+		return nil, err
+	}
+	return count(evs, run(false))
 }
 
 func motoVersion(root string) string {

@@ -87,7 +87,7 @@ func run() int {
 	flag.StringVar(&f.mdPath, "md", "", "also write the Markdown table to this file")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose name matches this regular expression")
 	flag.IntVar(&f.coldstarts, "coldstarts", 7, "cold starts of each function for coldstart")
-	flag.StringVar(&f.allOld, "allold", "auto", "count the calls of a duplicate on moto, which returns ALL_OLD: on, off, or auto (when moto is installed)")
+	flag.StringVar(&f.allOld, "allold", "auto", "count the calls of a duplicate, a retry and a takeover on moto, which returns ALL_OLD: on, off, or auto (when moto is installed)")
 	flag.IntVar(&f.sqsReps, "sqs-reps", 15, "batches of 10 and of 1 per run for sqs_batch10")
 	flag.IntVar(&f.raceTrials, "race-trials", 10, "trials per run for c_race")
 	flag.BoolVar(&f.verbose, "v", false, "log more progress")

@@ -91,13 +91,13 @@ func (a attrNames) names() ddbstore.AttributeNames {
 // renames.
 var defaultAttrNames = []string{ddbstore.AttrStatus, ddbstore.AttrFingerprint, ddbstore.AttrLeaseToken, ddbstore.AttrLeaseUntil,
 	ddbstore.AttrAttempts, ddbstore.AttrRetryable, ddbstore.AttrError, ddbstore.AttrResult, ddbstore.AttrResultEncoding,
-	ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt}
+	ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt, ddbstore.AttrAttemptsCarried}
 
 // fieldOf returns the field of n that names the attribute whose default
 // name is def.
 func fieldOf(n *ddbstore.AttributeNames, def string) (*string, bool) {
 	fields := []*string{&n.Status, &n.Fingerprint, &n.LeaseToken, &n.LeaseUntil, &n.Attempts, &n.Retryable, &n.Error,
-		&n.Result, &n.ResultEncoding, &n.ResultOmitted, &n.UpdatedAt}
+		&n.Result, &n.ResultEncoding, &n.ResultOmitted, &n.UpdatedAt, &n.AttemptsCarried}
 	for i, d := range defaultAttrNames {
 		if d == def {
 			return fields[i], true

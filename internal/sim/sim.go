@@ -157,7 +157,7 @@ func (s *simulation) addService(sv *service) error {
 		// differ by less than the margin, the skew the lease allows.
 		half := sv.leaseMargin() / 2
 		sb.skew = time.Duration((s.rng.Float64()*2 - 1) * 0.99 * float64(half))
-		r, err := idem.New(s.store, runnerOptions(sv, sb)...)
+		r, err := idem.New(s.store.runnerStore(), runnerOptions(sv, sb)...)
 		if err != nil {
 			return fmt.Errorf("sim: service %s: %w", sv.Name, err)
 		}
