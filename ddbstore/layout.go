@@ -98,6 +98,32 @@ func (n *AttributeNames) fields() []field {
 	}
 }
 
+// DefaultAttributeNames returns the default names of the record attributes
+// that AttributeNames renames (all but the key and TTL attributes), in a
+// fixed order.
+func DefaultAttributeNames() []string {
+	var n AttributeNames
+	fs := n.fields()
+	defs := make([]string, len(fs))
+	for i, f := range fs {
+		defs[i] = f.def
+	}
+	return defs
+}
+
+// Rename sets the name of the record attribute whose default name is def,
+// and reports false (changing nothing) if def is not one of
+// DefaultAttributeNames.
+func (n *AttributeNames) Rename(def, name string) bool {
+	for _, f := range n.fields() {
+		if f.def == def {
+			*f.name = name
+			return true
+		}
+	}
+	return false
+}
+
 // resolved returns n with every empty field set to its default.
 func (n AttributeNames) resolved() AttributeNames {
 	for _, f := range n.fields() {

@@ -613,3 +613,25 @@ func TestCreateTableSchemaMismatch(t *testing.T) {
 		})
 	}
 }
+
+func TestRenameEveryDefaultName(t *testing.T) {
+	t.Parallel()
+	defs := ddbstore.DefaultAttributeNames()
+	if len(defs) != len(defaultNames)-2 { // defaultNames adds the key and TTL attributes
+		t.Fatalf("DefaultAttributeNames has %d names, the default layout %d record attributes", len(defs), len(defaultNames)-2)
+	}
+	var n ddbstore.AttributeNames
+	for _, def := range defs {
+		if !n.Rename(def, "x_"+def) {
+			t.Errorf("Rename(%q) refused a default name", def)
+		}
+	}
+	if n.Status != "x_"+ddbstore.AttrStatus || n.AttemptsCarried != "x_"+ddbstore.AttrAttemptsCarried || n.Steps != "x_"+ddbstore.AttrSteps {
+		t.Errorf("Rename did not set the fields: %+v", n)
+	}
+	for _, bad := range []string{"", "pk", "expires_at", "Status"} {
+		if n.Rename(bad, "y") {
+			t.Errorf("Rename(%q) accepted a name that is no record attribute's default", bad)
+		}
+	}
+}

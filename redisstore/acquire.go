@@ -16,7 +16,9 @@ import (
 //	KEYS[1]  the record
 //	ARGV     now_ms, token, fingerprint, max attempts, pexpireat ('' for
 //	         none), wait ('1' or ''), then field, value, ... of the record
-//	         (its attempts field is replaced by the count made here)
+//	         (its attempts field is replaced by the count made here, and
+//	         its steps by those of the live record it replaces: a takeover
+//	         or a retry resumes after them, as core.Acquire carries them)
 //
 // It returns {1, field, value, ...} with the live record it replaced (none:
 // the key was absent or expired) when it wrote, {2, field, value, ...} with
@@ -26,7 +28,7 @@ import (
 const acquireLua = rulesLua + `
 local now = tonumber(ARGV[1])
 local cur, flat = load(KEYS[1])
-local attempts = 1
+local attempts, steps = 1, ''
 if cur and not expired(cur, now) then
   if cur.token == ARGV[2] and cur.status == 'in_progress' then
     touch(KEYS[1], cur, ARGV[6])
@@ -38,11 +40,12 @@ if cur and not expired(cur, now) then
     return flat
   end
   attempts = tonumber(cur.attempts) + 1
+  steps = cur.steps or ''
 else
   flat = {}
 end
 write(KEYS[1], ARGV[5], 7)
-redis.call('HSET', KEYS[1], 'attempts', tostring(attempts))
+redis.call('HSET', KEYS[1], 'attempts', tostring(attempts), 'steps', steps)
 table.insert(flat, 1, 1)
 return flat
 `

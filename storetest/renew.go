@@ -212,7 +212,18 @@ func runnerCrashedHolderFreesTheKey(e *env) {
 	if !errors.Is(cause, idem.ErrLeaseLost) || lostAt.After(last.Add(2*renewEvery)) {
 		e.t.Fatalf("the crashed holder's context was cancelled at %s with cause %v; want by %s with ErrLeaseLost", lostAt, cause, last.Add(2*renewEvery))
 	}
-	free := last.Add(renewTerm)
+	e.freedAtTheTermsEnd(r, clock, k, last.Add(renewTerm), func() (idem.Outcome, error) {
+		close(release)
+		res := <-first
+		return res.out, res.err
+	})
+}
+
+// freedAtTheTermsEnd checks that the key k of a crashed holder is in
+// progress until free and taken over from then on, and that the holder's
+// late success (holder lets it finish) is then refused.
+func (e *env) freedAtTheTermsEnd(r *idem.Runner, clock *fakeclock.Clock, k string, free time.Time, holder func() (idem.Outcome, error)) {
+	bg := context.Background()
 	second := func(context.Context) ([]byte, error) { return []byte(`"second"`), nil }
 	clock.Advance(free.Sub(clock.Now()) - time.Millisecond)
 	if _, err := r.Do(bg, k, []byte(`{}`), second); idem.VerdictOf(err) != idem.InProgress {
@@ -223,10 +234,8 @@ func runnerCrashedHolderFreesTheKey(e *env) {
 	if err != nil || out.Verdict != idem.Executed || !out.TookOver || string(out.Result) != `"second"` {
 		e.t.Fatalf("a duplicate at the lease's end = %s took over %v, %v; want executed, taking over", out.Verdict, out.TookOver, err)
 	}
-	close(release)
-	res := <-first
-	if res.out.Verdict != idem.OutcomeNotRecorded || !errors.Is(res.err, idem.ErrLeaseLost) {
-		e.t.Fatalf("the crashed holder's late success = %s, %v; want outcome_not_recorded with ErrLeaseLost", res.out.Verdict, res.err)
+	if out, err := holder(); out.Verdict != idem.OutcomeNotRecorded || !errors.Is(err, idem.ErrLeaseLost) {
+		e.t.Fatalf("the crashed holder's late success = %s, %v; want outcome_not_recorded with ErrLeaseLost", out.Verdict, err)
 	}
 	if rec := e.mustGet(k, int(clock.Now().Sub(e.t0)/time.Second)+1); string(rec.Result) != `"second"` {
 		e.t.Fatalf("stored result = %q, want the second execution's", rec.Result)

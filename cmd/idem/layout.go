@@ -65,7 +65,7 @@ func (a attrNames) Set(s string) error {
 	if !ok || name == "" {
 		return fmt.Errorf("want default=name, as status=idem_status")
 	}
-	if _, known := fieldOf(&ddbstore.AttributeNames{}, def); !known {
+	if !new(ddbstore.AttributeNames).Rename(def, name) {
 		return fmt.Errorf("%q is not a record attribute's default name (%s)", def, strings.Join(defaultAttrNames, ", "))
 	}
 	if _, dup := a[def]; dup {
@@ -80,28 +80,11 @@ func (a attrNames) Set(s string) error {
 func (a attrNames) names() ddbstore.AttributeNames {
 	var n ddbstore.AttributeNames
 	for def, name := range a {
-		if f, ok := fieldOf(&n, def); ok {
-			*f = name
-		}
+		n.Rename(def, name)
 	}
 	return n
 }
 
 // defaultAttrNames are the record attributes' default names, which --attr
 // renames.
-var defaultAttrNames = []string{ddbstore.AttrStatus, ddbstore.AttrFingerprint, ddbstore.AttrLeaseToken, ddbstore.AttrLeaseUntil,
-	ddbstore.AttrAttempts, ddbstore.AttrRetryable, ddbstore.AttrError, ddbstore.AttrResult, ddbstore.AttrResultEncoding,
-	ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt, ddbstore.AttrAttemptsCarried}
-
-// fieldOf returns the field of n that names the attribute whose default
-// name is def.
-func fieldOf(n *ddbstore.AttributeNames, def string) (*string, bool) {
-	fields := []*string{&n.Status, &n.Fingerprint, &n.LeaseToken, &n.LeaseUntil, &n.Attempts, &n.Retryable, &n.Error,
-		&n.Result, &n.ResultEncoding, &n.ResultOmitted, &n.UpdatedAt, &n.AttemptsCarried}
-	for i, d := range defaultAttrNames {
-		if d == def {
-			return fields[i], true
-		}
-	}
-	return nil, false
-}
+var defaultAttrNames = ddbstore.DefaultAttributeNames()
