@@ -382,17 +382,11 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	if err != nil {
 		return core.Record{}, err
 	}
+	put := s.completePut(item, rec)
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String(completeCondition),
-		ExpressionAttributeNames: map[string]string{"#st": s.names.Status, "#tok": s.names.LeaseToken, "#exp": s.ttlAttr, "#lease": s.names.LeaseUntil},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)},
-			":tok":         &types.AttributeValueMemberS{Value: rec.LeaseToken},
-			":now_s":       num(rec.UpdatedAt.Unix()), ":now_ms": num(rec.UpdatedAt.UnixMilli()),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
+		ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: put.ReturnValuesOnConditionCheckFailure,
 	}, s.calls.fns...)
 	if err == nil {
 		return stored, nil

@@ -251,8 +251,8 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	return core.Record{}, s.translate(op, err).err
 }
 
-// completePut is the record's Put in a transaction, with Complete's
-// condition.
+// completePut is the write of a completion, with Complete's condition:
+// Complete's PutItem, and the record's Put in a transaction.
 func (s *Store) completePut(item map[string]types.AttributeValue, rec core.Record) *types.Put {
 	return &types.Put{
 		TableName:                aws.String(s.table),
