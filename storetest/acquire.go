@@ -167,6 +167,31 @@ var acquireCases = []testCase{
 			e.failRetryably(got, round*10+2)
 		}
 	}},
+	{"AcquireCarriesSteps", "for a store that also records steps (idem.StepRecorder): Acquire over an ended lease or a retryable failure carries the record's steps (Get shows them), and Acquire over a record past retention starts without them", func(e *env) {
+		if _, ok := e.s.(idem.StepRecorder); !ok {
+			e.t.Skip("the store does not record steps (idem.StepRecorder)")
+		}
+		k := e.key()
+		e.mustReserve(k, "tok-a", nil, 0, 10)
+		charge := core.Step{Name: "charge", Result: []byte(`"ch_1"`)}
+		e.mustRecordStep(k, "tok-a", charge, 1)
+		taken := e.mustAcquire(k, "tok-b", 11, 30, 2, "tok-a")
+		e.equalSteps("the takeover's record", taken, charge)
+		e.equalSteps("Get after the takeover", e.mustGet(k, 12), charge)
+		failed := e.failRetryably(taken, 13)
+		e.equalSteps("the stored failure", failed, charge)
+		retried := e.mustAcquire(k, "tok-c", 14, 30, 3, "tok-b")
+		e.equalSteps("the retry's record", retried, charge)
+		e.equalSteps("Get after the retry", e.mustGet(k, 15), charge)
+		e.failRetryably(retried, 16)
+		late := 16 + int(retention/time.Second) + 1
+		fresh, _, err := e.acquire(k, "tok-d", fp, late, 30)
+		if err != nil || fresh.Attempts != 1 {
+			e.t.Fatalf("Acquire past retention = %v attempt %d, want nil at attempt 1", err, fresh.Attempts)
+		}
+		e.equalSteps("the fresh record", fresh)
+		e.equalSteps("Get of the fresh record", e.mustGet(k, late+1))
+	}},
 }
 
 // acquireFaultCases run in RunFaults for stores that implement
