@@ -155,7 +155,7 @@ func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler)
 	var out Outcome
 	var err error
 	if r.cfg.disabled {
-		out, err = r.unprotected(ctx, fn)
+		out, err = r.unprotected(context.WithValue(ctx, unprotectedKey{}, key), fn)
 	} else {
 		out, err = c.do(payload, fn)
 	}

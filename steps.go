@@ -45,9 +45,8 @@ var (
 	// that could not be recorded would silently lose its guarantee.
 	ErrStepsUnsupported = errors.New("idem: the store does not record steps")
 	// ErrNoExecution: DownstreamKey or DownstreamUUID was called with a
-	// context that belongs to no execution of a Runner (a plain context,
-	// the runner disabled by EnvDisabled), or Step after its handler
-	// returned.
+	// context that belongs to no call of a Runner (a plain context), or
+	// Step after its handler returned.
 	ErrNoExecution = errors.New("idem: not in an execution")
 	// ErrStepRepeated: Step was called twice with the same name in one
 	// execution (after a first call that succeeded or is running). Names
@@ -278,23 +277,38 @@ func (x *execution) finish() (steps []core.Step, calls int, storeTime time.Durat
 // key and name, 32 hex characters, the same in every execution of the key
 // (retries, takeovers, redeliveries). Pass it to APIs that accept an
 // idempotency key (payments, mail, ticketing, AWS ClientToken) so that a
-// repeated call is a no-op there. Outside an execution it returns
+// repeated call is a no-op there. A runner disabled by EnvDisabled gives
+// its handlers the same keys. Outside a call of a Runner it returns
 // ErrNoExecution.
 func DownstreamKey(ctx context.Context, name string) (string, error) {
-	x := executionOf(ctx)
-	if x == nil {
+	key, ok := callKey(ctx)
+	if !ok {
 		return "", fmt.Errorf("idem: downstream key %q: %w", name, ErrNoExecution)
 	}
-	return core.DownstreamKey(x.key, name), nil
+	return core.DownstreamKey(key, name), nil
 }
 
 // DownstreamUUID is DownstreamKey formatted as a UUID (core.DownstreamUUID,
 // an RFC 9562 version 8 UUID), for APIs that accept only UUIDs as
 // idempotency keys.
 func DownstreamUUID(ctx context.Context, name string) (string, error) {
-	x := executionOf(ctx)
-	if x == nil {
+	key, ok := callKey(ctx)
+	if !ok {
 		return "", fmt.Errorf("idem: downstream UUID %q: %w", name, ErrNoExecution)
 	}
-	return core.DownstreamUUID(x.key, name), nil
+	return core.DownstreamUUID(key, name), nil
+}
+
+// unprotectedKey is the context key under which a runner disabled by
+// EnvDisabled gives its handler the call's idempotency key.
+type unprotectedKey struct{}
+
+// callKey returns the idempotency key of the call ctx belongs to: an
+// execution's, or an unprotected call's.
+func callKey(ctx context.Context) (string, bool) {
+	if x := executionOf(ctx); x != nil {
+		return x.key, true
+	}
+	key, ok := ctx.Value(unprotectedKey{}).(string)
+	return key, ok
 }

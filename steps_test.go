@@ -37,11 +37,17 @@ func TestStepDisabledRunsFn(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := 0
+	var down string
+	var downErr error
 	out, err := r.Do(context.Background(), "evt:disabled:1", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		down, downErr = idem.DownstreamKey(ctx, "stripe")
 		return idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { ran++; return []byte("x"), nil })
 	})
 	if err != nil || string(out.Result) != "x" || ran != 1 {
 		t.Fatalf("Do disabled = %q, %v, step ran %d; want x, nil, 1", out.Result, err, ran)
+	}
+	if want := core.DownstreamKey("evt:disabled:1", "stripe"); down != want || downErr != nil {
+		t.Fatalf("DownstreamKey disabled = %q, %v; want %q, the key idem gives when enabled", down, downErr, want)
 	}
 }
 
