@@ -56,11 +56,12 @@ type Record struct {
 	Error string
 	// UpdatedAt is when the record was last written.
 	UpdatedAt time.Time
-	// Steps are the completed recovery points of an in-progress or failed
-	// record, in the order they completed (see Step, AddStep). A
-	// reservation that takes over or retries a record of the same
-	// fingerprint carries them (Reserve); a success drops them (Succeed:
-	// the result replaces them); a failure keeps them (Fail).
+	// Steps are the completed recovery points of an in-progress record or
+	// a retryable failure, in the order they completed (see Step, AddStep).
+	// A reservation that takes over or retries a record of the same
+	// fingerprint carries them (Reserve, Acquire); a success and a
+	// permanent failure drop them (Succeed, Fail); a retryable failure
+	// keeps them.
 	Steps []Step
 }
 

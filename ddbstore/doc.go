@@ -32,7 +32,7 @@
 //	result_ref      S     WithLargeResults: the blob store object that holds the result
 //	result_sha256   S     WithLargeResults: the object's hex SHA-256
 //	result_size     N     WithLargeResults: the object's size in bytes
-//	steps           L     in_progress and failed: the completed steps (idem.Step) in order, maps of n (S) and r (B)
+//	steps           L     in_progress and retryable failures: the completed steps (idem.Step) in order, maps of n (S) and r (B)
 //	step_names      SS    the steps' names (the condition that records a name once)
 //	steps_size      N     the steps' budgeted size (the condition that keeps the item within its limit)
 //
