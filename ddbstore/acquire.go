@@ -17,13 +17,16 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// UpdateAPI is the part of the DynamoDB client that Store.Acquire calls
-// beyond API: UpdateItem, which writes the one-write reservation. A
-// *dynamodb.Client satisfies it. With a client that has API's methods
-// alone (a test's fake), Acquire reserves with PutItem as Reserve does.
+// UpdateAPI is the part of the DynamoDB client that Store.Acquire,
+// RecordStep and RenewLease call beyond API: UpdateItem. A
+// *dynamodb.Client satisfies it. The store asks its client for it with a
+// type assertion when those run, so a client (or a test's fake) with API's
+// methods alone still serves the idem.Store methods: Acquire then reserves
+// with PutItem as Reserve does, and RecordStep and RenewLease fail (see
+// them).
 type UpdateAPI interface {
 	API
-	// UpdateItem updates an item conditionally.
+	// UpdateItem updates some attributes of an item, conditionally.
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 

@@ -199,7 +199,7 @@
 // attribute and updated_at_ms, conditioned on
 // `status = in_progress AND lease_token = :token AND lease_until_ms > :now_ms
 // AND lease_until_ms < :until_ms` (core.Renewable, and not core.Renewed). It
-// needs a client that also implements RenewAPI (UpdateItem; a
+// needs a client that also implements UpdateAPI (UpdateItem; a
 // *dynamodb.Client does).
 //
 // # What it does not promise

@@ -14,17 +14,6 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// RenewAPI is the part of the DynamoDB client that RenewLease calls beyond
-// API: UpdateItem. A *dynamodb.Client satisfies it. The store asks its
-// client for it with a type assertion when RenewLease runs, so a client (or
-// a test's fake) with API's methods alone still serves the idem.Store
-// methods.
-type RenewAPI interface {
-	API
-	// UpdateItem updates some attributes of an item (conditionally).
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
-
 var _ idem.LeaseRenewer = (*Store)(nil)
 
 // renewCondition is core.Renewable (the caller's token on an in-progress
@@ -45,7 +34,7 @@ const renewCondition = "#st = :in_progress AND #tok = :tok AND #lease > :now_ms 
 // it, its answer lost), RenewLease returns it with nil; otherwise the error
 // wraps idem.ErrLeaseLost. After a failure that may have been applied (a
 // timeout, a 5xx), one consistent GetItem checks the same way. The client
-// must implement RenewAPI; otherwise the error wraps errors.ErrUnsupported.
+// must implement UpdateAPI; otherwise the error wraps errors.ErrUnsupported.
 func (s *Store) RenewLease(ctx context.Context, rec core.Record, until, now time.Time) (core.Record, error) {
 	const op = "renew"
 	if err := ctx.Err(); err != nil {
@@ -57,10 +46,10 @@ func (s *Store) RenewLease(ctx context.Context, rec core.Record, until, now time
 	if rec.LeaseToken == "" || !until.After(now) {
 		return core.Record{}, fmt.Errorf("ddbstore: renew needs the holder's lease token and an end after now, got token %q, until %s, now %s", rec.LeaseToken, until, now)
 	}
-	client, ok := s.client.(RenewAPI)
+	client, ok := s.client.(UpdateAPI)
 	if !ok {
 		return core.Record{}, &Error{Op: op, Table: s.table,
-			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.RenewAPI): %w", s.client, errors.ErrUnsupported)}
+			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.UpdateAPI): %w", s.client, errors.ErrUnsupported)}
 	}
 	renewed := normalize(core.Renew(normalize(rec), until, now))
 	out, err := client.UpdateItem(ctx, s.renewInput(renewed, now), s.calls.fns...)

@@ -35,16 +35,6 @@ const (
 // message (shortened to fit what is left).
 const stepHeadroom = 256
 
-// StepAPI is the part of the DynamoDB client that RecordStep calls beyond
-// API: UpdateItem. A *dynamodb.Client satisfies it. The store asks its
-// client for it with a type assertion, so a client (or a test's fake) with
-// API's methods alone still serves the idem.Store methods.
-type StepAPI interface {
-	API
-	// UpdateItem appends a step (conditionally, on the caller's lease).
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
-
 var _ idem.StepRecorder = (*Store)(nil)
 
 // stepCondition is core.AddStep's rule for a step not yet recorded: the
@@ -68,17 +58,17 @@ const stepCondition = "#st = :in_progress AND #tok = :tok AND #lease > :now_ms A
 // would leave less than 256 bytes for the failure that may complete the
 // record is refused with a permanent error wrapping ErrItemTooLarge, and
 // nothing is written. It costs one write of the item's size in WCUs. A
-// client without UpdateItem (see StepAPI) gets an error wrapping
+// client without UpdateItem (see UpdateAPI) gets an error wrapping
 // idem.ErrStepsUnsupported.
 func (s *Store) RecordStep(ctx context.Context, key, leaseToken string, step core.Step, now time.Time) error {
 	const op = "step"
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c, ok := s.client.(StepAPI)
+	c, ok := s.client.(UpdateAPI)
 	if !ok {
 		return core.MarkPermanent(&Error{Op: op, Table: s.table,
-			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.StepAPI): %w", s.client, idem.ErrStepsUnsupported)})
+			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.UpdateAPI): %w", s.client, idem.ErrStepsUnsupported)})
 	}
 	if err := s.checkKey(op, key); err != nil {
 		return err

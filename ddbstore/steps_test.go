@@ -100,7 +100,7 @@ func checkStep(t *testing.T, s *Store, stored core.Record, token string, step co
 		cur = &stored
 	}
 	want, w := core.AddStep(cur, token, step, now)
-	_, err := s.client.(StepAPI).UpdateItem(context.Background(), s.stepInput(stored.Key, token, step, now, 1<<20))
+	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.stepInput(stored.Key, token, step, now, 1<<20))
 	var ccf *types.ConditionalCheckFailedException
 	applied := err == nil
 	if applied != (w == core.StepAppend) || (err != nil && !errors.As(err, &ccf)) {
