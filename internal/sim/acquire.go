@@ -26,28 +26,18 @@ func (f *faultStore) runnerStore() idem.Store {
 	return f
 }
 
+// acquired is the answer of an Acquire.
+type acquired struct {
+	rec  core.Record
+	prev *core.Record
+}
+
 func (a acquiringStore) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
-	f := a.faultStore
-	t := taskOf(ctx)
-	t.yield(f.s.latency())
-	if err := t.simDone(ctx); err != nil {
-		return core.Record{}, nil, err
-	}
-	fa := f.draw(true)
-	if fa == faultThrottle || fa == faultTimeout {
-		t.yield(f.s.latency())
-		return core.Record{}, nil, injected("acquire", fa)
-	}
-	ictx, cancel := innerCtx()
-	got, prev, err := a.acq.Acquire(ictx, rec, now, p)
-	cancel()
-	f.s.afterAcquire(t, rec, got, now, p, err)
-	if fa == faultLost {
-		t.d.ks.note("(answer lost)")
-		got, prev, err = core.Record{}, nil, injected("acquire", fa)
-	}
-	t.yield(f.s.latency())
-	return got, prev, err
+	got, err := faultWrite(a.faultStore, ctx, "acquire", func(ictx context.Context) (acquired, error) {
+		r, prev, err := a.acq.Acquire(ictx, rec, now, p)
+		return acquired{r, prev}, err
+	}, func(t *task, got acquired, err error) { a.s.afterAcquire(t, rec, got.rec, now, p, err) })
+	return got.rec, got.prev, err
 }
 
 // afterAcquire checks an acquisition's answer from the inner store against

@@ -21,25 +21,9 @@ func (f *faultStore) RecordStep(ctx context.Context, key, token string, step cor
 	if !ok {
 		return idem.ErrStepsUnsupported
 	}
-	t := taskOf(ctx)
-	t.yield(f.s.latency())
-	if err := t.simDone(ctx); err != nil {
-		return err
-	}
-	fa := f.draw(true)
-	if fa == faultThrottle || fa == faultTimeout {
-		t.yield(f.s.latency())
-		return injected("step", fa)
-	}
-	ictx, cancel := innerCtx()
-	err := sr.RecordStep(ictx, key, token, step, now)
-	cancel()
-	f.s.afterStep(t, token, step, err)
-	if fa == faultLost {
-		t.d.ks.note("(answer lost)")
-		err = injected("step", fa)
-	}
-	t.yield(f.s.latency())
+	_, err := faultWrite(f, ctx, "step", func(ictx context.Context) (struct{}, error) {
+		return struct{}{}, sr.RecordStep(ictx, key, token, step, now)
+	}, func(t *task, _ struct{}, err error) { f.s.afterStep(t, token, step, err) })
 	return err
 }
 

@@ -93,50 +93,45 @@ func innerCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
-func (f *faultStore) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+// faultWrite runs one write of the inner store (inner) with the yields and
+// faults of a write: it may be throttled or time out before it is sent, or
+// lose its answer after the inner store applied it. after updates the
+// shadow model with the inner store's answer, whatever the caller gets.
+func faultWrite[T any](f *faultStore, ctx context.Context, op string, inner func(context.Context) (T, error), after func(t *task, v T, err error)) (T, error) {
+	var zero T
 	t := taskOf(ctx)
 	t.yield(f.s.latency())
 	if err := t.simDone(ctx); err != nil {
-		return err
+		return zero, err
 	}
 	fa := f.draw(true)
 	if fa == faultThrottle || fa == faultTimeout {
 		t.yield(f.s.latency())
-		return injected("reserve", fa)
+		return zero, injected(op, fa)
 	}
 	ictx, cancel := innerCtx()
-	err := f.inner.Reserve(ictx, rec, prev, now)
+	v, err := inner(ictx)
 	cancel()
-	f.s.afterReserve(t, rec, prev, now, err)
+	after(t, v, err)
 	if fa == faultLost {
 		t.d.ks.note("(answer lost)")
-		err = injected("reserve", fa)
+		v, err = zero, injected(op, fa)
 	}
 	t.yield(f.s.latency())
+	return v, err
+}
+
+func (f *faultStore) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+	_, err := faultWrite(f, ctx, "reserve", func(ictx context.Context) (struct{}, error) {
+		return struct{}{}, f.inner.Reserve(ictx, rec, prev, now)
+	}, func(t *task, _ struct{}, err error) { f.s.afterReserve(t, rec, prev, now, err) })
 	return err
 }
 
 func (f *faultStore) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
-	t := taskOf(ctx)
-	t.yield(f.s.latency())
-	if err := t.simDone(ctx); err != nil {
-		return core.Record{}, err
-	}
-	fa := f.draw(true)
-	if fa == faultThrottle || fa == faultTimeout {
-		t.yield(f.s.latency())
-		return core.Record{}, injected("complete", fa)
-	}
-	ictx, cancel := innerCtx()
-	stored, err := f.inner.Complete(ictx, rec)
-	cancel()
-	f.s.afterComplete(t, rec, err)
-	if fa == faultLost {
-		t.d.ks.note("(answer lost)")
-		stored, err = core.Record{}, injected("complete", fa)
-	}
-	t.yield(f.s.latency())
-	return stored, err
+	return faultWrite(f, ctx, "complete", func(ictx context.Context) (core.Record, error) {
+		return f.inner.Complete(ictx, rec)
+	}, func(t *task, _ core.Record, err error) { f.s.afterComplete(t, rec, err) })
 }
 
 func (f *faultStore) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
