@@ -68,7 +68,7 @@ type execution struct {
 
 	mu        sync.Mutex
 	steps     []core.Step
-	running   map[string]bool // names of steps that ran or run in this try
+	running   map[string]bool // names of steps that ran or run in this try; made by the first Step
 	done      bool            // the handler returned: no more steps
 	calls     int
 	storeTime time.Duration
@@ -81,7 +81,7 @@ type executionKey struct{}
 // to the steps the stored record now has and adds the try's step writes to
 // the call's store calls.
 func (c *call) withExecution(ctx context.Context, rec *core.Record) (context.Context, func()) {
-	x := &execution{c: c, key: rec.Key, token: rec.LeaseToken, steps: append([]core.Step(nil), rec.Steps...), running: map[string]bool{}}
+	x := &execution{c: c, key: rec.Key, token: rec.LeaseToken, steps: append([]core.Step(nil), rec.Steps...)}
 	return context.WithValue(ctx, executionKey{}, x), func() {
 		steps, calls, storeTime := x.finish()
 		rec.Steps = steps
@@ -170,6 +170,9 @@ func (x *execution) begin(name string) (result []byte, done bool, err error) {
 	}
 	if x.running[name] {
 		return nil, false, fmt.Errorf("idem: step %q: %w", name, ErrStepRepeated)
+	}
+	if x.running == nil {
+		x.running = map[string]bool{}
 	}
 	x.running[name] = true
 	for _, s := range x.steps {
