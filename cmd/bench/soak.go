@@ -11,10 +11,15 @@ import (
 	"github.com/idemgo/idem/memstore"
 )
 
-// soakRetention is the soak runner's retention: a record has expired long
-// before its key comes back (n/10 events later), so that every event is a
-// first execution and the store holds at most n/10 records.
-const soakRetention = time.Millisecond
+// soakRetention is the soak runner's retention. The soak's runner reads a
+// fake clock that moves on by soakStep after every batch of n/10 events, so a
+// record has expired when its key comes back (one batch later) whatever the
+// machine's speed: every event is a first execution and the store holds at
+// most n/10 records.
+const (
+	soakRetention = time.Minute
+	soakStep      = 2 * soakRetention
+)
 
 // soakSample is the heap after a forced GC at one point of the soak.
 type soakSample struct {
@@ -42,19 +47,23 @@ type soakResult struct {
 // soak sends n first executions, 16 in flight, through a runner over
 // memstore, and reads the heap after a forced GC every n/10 events: the
 // heap at the 10th of the way (the 10,000th event of 100,000) against the
-// heap at the end. Event i has key i mod n/10 and retention is 1 ms, so the
-// key's earlier record has expired when it comes back: every event
+// heap at the end. Event i has key i mod n/10, and the runner's clock moves
+// on by twice the retention after each batch of n/10 events, so the key's
+// earlier record has expired when it comes back: every event
 // executes (reserving over the expired record) and memstore holds at most
 // n/10 records, all there by the reference point. What grows after it is
 // the runner's.
 func soak(ctx context.Context, n int) (*soakResult, error) {
-	r, err := idem.New(memstore.New(), idem.WithRetention(soakRetention), idem.WithRetry(1, idem.DefaultBackoffBase, idem.DefaultBackoffMax))
+	var clock atomic.Int64 // the runner's time, in nanoseconds since the Unix epoch
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	r, err := idem.New(memstore.New(), idem.WithRetention(soakRetention), idem.WithRetry(1, idem.DefaultBackoffBase, idem.DefaultBackoffMax),
+		idem.WithClock(func() time.Time { return time.Unix(0, clock.Load()) }))
 	if err != nil {
 		return nil, err
 	}
 	keys := max(1, n/10)
 	res := &soakResult{Events: n, Store: "memstore", Concurrent: 16, Keys: keys, RefEvents: keys,
-		Note: "first executions, 16 in flight; key of event i: i mod events/10, retention 1 ms (the key's earlier record has expired when it comes back); " +
+		Note: "first executions, 16 in flight; key of event i: i mod events/10, retention 1 min on a fake clock that moves 2 min after each batch of events/10 (the key's earlier record has expired when it comes back); " +
 			"heap: runtime.MemStats.HeapAlloc after runtime.GC, every tenth of the events"}
 	t0 := time.Now()
 	var execs atomic.Int64
@@ -75,6 +84,7 @@ func soak(ctx context.Context, n int) (*soakResult, error) {
 			return nil, err
 		}
 		done += size
+		clock.Add(int64(soakStep))
 		res.Samples = append(res.Samples, heapSample(done))
 	}
 	res.WallS = round(time.Since(t0).Seconds(), 1)
