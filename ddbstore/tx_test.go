@@ -1,20 +1,26 @@
 package ddbstore_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
 	"github.com/idemgo/idem/internal/fakeclock"
+	"github.com/idemgo/idem/s3blob"
 	"github.com/idemgo/idem/storetest"
 )
 
@@ -176,5 +182,56 @@ func TestStagedConditionFailureFailsPermanently(t *testing.T) {
 	}
 	if rec, err := f.store.Get(context.Background(), key, clock.Now()); err != nil || rec.Status != core.StatusFailed || rec.Retryable {
 		t.Fatalf("record = %v, %v; want a permanent failure", rec, err)
+	}
+}
+
+// motoBucket returns a blob store on a new bucket of the S3 API the SDK's
+// configuration names (AWS_ENDPOINT_URL_S3: moto under testenv), or fails
+// the test when there is none.
+func motoBucket(t *testing.T) *s3blob.Store {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL_S3") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		t.Fatal("no S3 endpoint: run the test under `testenv -server moto` (or set AWS_ENDPOINT_URL_S3), or set IDEM_SKIP_INTEGRATION=1")
+	}
+	cfg, err := config.LoadDefaultConfig(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	bucket := "idem-tx-" + strings.ToLower(rand.Text()[:12])
+	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := s3blob.New(client, bucket, "idem/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blobs
+}
+
+// TestStagedLargeResult: a success with staged writes whose result does
+// not fit the item (600 KiB that do not compress) keeps the result in S3,
+// commits the staged write with the record, and a duplicate replays the
+// exact bytes, as a success without staged writes does.
+func TestStagedLargeResult(t *testing.T) {
+	transactions(t)
+	f := newFixture(t, ddbstore.WithLargeResults(motoBucket(t)))
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	big := randomBytes(600 << 10)
+	runs := 0
+	handler := func(ctx context.Context) ([]byte, error) {
+		runs++
+		return big, ddbstore.Stage(ctx, f.bizPut("order-large"))
+	}
+	r := newRunner(t, f.store, clock)
+	out, err := r.Do(context.Background(), "evt:tx-large:1", []byte(`{}`), handler)
+	if err != nil || out.Verdict != idem.Executed || out.ResultOmitted || !f.bizExists(t, "order-large") {
+		t.Fatalf("Do = %s, omitted %v, %v; business write stored %v; want executed, kept, stored", out.Verdict, out.ResultOmitted, err, f.bizExists(t, "order-large"))
+	}
+	clock.Advance(time.Second)
+	again, err := r.Do(context.Background(), "evt:tx-large:1", []byte(`{}`), handler)
+	if err != nil || again.Verdict != idem.Replayed || again.ResultOmitted || !bytes.Equal(again.Result, big) || runs != 1 {
+		t.Fatalf("duplicate = %s, omitted %v, %d of %d bytes equal %v, %v after %d runs; want the exact result replayed, one run",
+			again.Verdict, again.ResultOmitted, len(again.Result), len(big), bytes.Equal(again.Result, big), err, runs)
 	}
 }
