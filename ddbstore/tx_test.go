@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -234,4 +235,75 @@ func TestStagedLargeResult(t *testing.T) {
 		t.Fatalf("duplicate = %s, omitted %v, %d of %d bytes equal %v, %v after %d runs; want the exact result replayed, one run",
 			again.Verdict, again.ResultOmitted, len(again.Result), len(big), bytes.Equal(again.Result, big), err, runs)
 	}
+}
+
+// TestStagedCallsPerPath measures the calls of a staged success's paths
+// through idem.Runner and checks them against the cost table of
+// docs/effectively-once.md (transactional completion, "What it costs").
+func TestStagedCallsPerPath(t *testing.T) {
+	transactions(t)
+	rows := docTable(t, "../docs/effectively-once.md", "| path | calls | write capacity |")
+	f := newFixture(t)
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	r := newRunner(t, f.store, clock)
+	ctx := context.Background()
+	measure := func(path, key string, fn idem.Handler) {
+		t.Helper()
+		f.rec.reset()
+		_, _ = r.Do(ctx, key, []byte(`{}`), fn)
+		var calls []string
+		for _, op := range []string{"UpdateItem", "PutItem", "TransactWriteItems", "GetItem"} {
+			if n := f.rec.count(op); n > 0 {
+				calls = append(calls, fmt.Sprintf("%d `%s`", n, op))
+			}
+		}
+		got, want := strings.Join(calls, " + "), rows[path]
+		t.Logf("%-32s %s", path, got)
+		if got != want {
+			t.Errorf("%s: %s, the table says %q", path, got, want)
+		}
+		delete(rows, path)
+	}
+	measure("success without staged writes", "evt:tx-calls:1", func(context.Context) ([]byte, error) { return []byte(`1`), nil })
+	measure("success with staged writes", "evt:tx-calls:2", func(ctx context.Context) ([]byte, error) {
+		return []byte(`2`), ddbstore.Stage(ctx, f.bizPut("calls-2"))
+	})
+	measure("staged condition failed", "evt:tx-calls:3", func(ctx context.Context) ([]byte, error) {
+		check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: aws.String(f.table),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "biz#absent"}}, ConditionExpression: aws.String("attribute_exists(pk)")}}
+		return []byte(`3`), ddbstore.Stage(ctx, check)
+	})
+	f.rec.inject(fault{Op: "TransactWriteItems", After: true, Kind: timeout, Times: 1})
+	measure("retried commit recognised", "evt:tx-calls:4", func(ctx context.Context) ([]byte, error) {
+		return []byte(`4`), ddbstore.Stage(ctx, f.bizPut("calls-4"))
+	})
+	for path := range rows {
+		t.Errorf("the table's path %q is not measured", path)
+	}
+}
+
+// docTable returns the rows of the Markdown table of page whose header is
+// header: each row's second cell by its first.
+func docTable(t *testing.T, page, header string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(raw), header+"\n")
+	if !ok {
+		t.Fatalf("%s has no table %q", page, header)
+	}
+	rows := map[string]string{}
+	for i, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if i == 0 || len(cells) < 2 { // the separator
+			continue
+		}
+		rows[cells[0]] = cells[1]
+	}
+	return rows
 }
