@@ -307,3 +307,75 @@ func docTable(t *testing.T, page, header string) map[string]string {
 	}
 	return rows
 }
+
+// TestCapabilitiesTogetherOnDynamoDB runs every capability of the runner
+// and the store at once on moto (transactions and S3): a call waits for a
+// crashed holder that completed a step, takes the key over with the
+// one-write Acquire, resumes after the step (its downstream key), runs
+// through lease renewals, records a step after its first lease's end, stages
+// a business write and returns a 600 KiB result. A call of another runner
+// that waits meanwhile replays the result from S3 byte for byte; the
+// runner's cache answers a duplicate.
+func TestCapabilitiesTogetherOnDynamoDB(t *testing.T) {
+	transactions(t)
+	f := newFixture(t, ddbstore.WithLargeResults(motoBucket(t)))
+	ctx := context.Background()
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	key, payload := "evt:together:1", []byte(`{"order":7}`)
+	fpOrder, err := core.Fingerprint(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk := []byte(core.DownstreamKey(key, "charge"))
+	crashed := core.Reserve(key, fpOrder, "tok-crashed", nil, clock.Now(), clock.Now().Add(15*time.Second), time.Hour)
+	if err := f.store.Reserve(ctx, crashed, nil, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.RecordStep(ctx, key, "tok-crashed", core.Step{Name: "charge", Result: dk}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(opts ...idem.Option) *idem.Runner {
+		return newRunnerOpts(t, f.store, clock, append([]idem.Option{idem.WithSleep(clock.Block), idem.WithLease(2*time.Second, time.Hour),
+			idem.WithLeaseRenewal(10 * time.Second), idem.WithWait(time.Minute)}, opts...)...)
+	}
+	r, other := waiting(idem.WithCache(8)), waiting()
+	big := randomBytes(600 << 10)
+	setWaiters, stop := clock.Drive(time.Second, 1) // the waiting call
+	defer stop()
+	var otherOut idem.Outcome
+	var otherErr error
+	otherDone := make(chan struct{})
+	charges := 0
+	out, err := r.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+		charge, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { charges++; return []byte("ch_again"), nil })
+		if err != nil || !bytes.Equal(charge, dk) {
+			return nil, fmt.Errorf("the charge step = %q, %v; want the crashed holder's %q", charge, err, dk)
+		}
+		setWaiters(3) // this handler, its renewals, and the other runner's waiting call
+		go func() {
+			defer close(otherDone)
+			otherOut, otherErr = other.Do(context.Background(), key, payload, func(context.Context) ([]byte, error) { return nil, errors.New("ran beside the holder") })
+		}()
+		if err := clock.Block(ctx, 30*time.Second); err != nil { // past the first lease, renewed three times
+			return nil, err
+		}
+		if _, err := idem.Step(ctx, "receipt", func(context.Context) ([]byte, error) { return nil, nil }); err != nil {
+			return nil, err
+		}
+		return big, ddbstore.Stage(ctx, f.bizPut("order-7"))
+	})
+	setWaiters(1) // the other runner's waiting call: the clock stood still while the outcome was written
+	if err != nil || out.Verdict != idem.Executed || !out.TookOver || !out.Waited || out.ResultOmitted || charges != 0 || !f.bizExists(t, "order-7") {
+		t.Fatalf("Do = %s (took over %v, waited %v, omitted %v), %v after %d charges; business write %v; want executed after waiting and taking over, the charge resumed, the write staged",
+			out.Verdict, out.TookOver, out.Waited, out.ResultOmitted, err, charges, f.bizExists(t, "order-7"))
+	}
+	<-otherDone
+	if otherErr != nil || otherOut.Verdict != idem.Replayed || !otherOut.Waited || !bytes.Equal(otherOut.Result, big) {
+		t.Fatalf("the other runner's waiting call = %s (waited %v) %d bytes equal %v, %v; want the 600 KiB result replayed after waiting",
+			otherOut.Verdict, otherOut.Waited, len(otherOut.Result), bytes.Equal(otherOut.Result, big), otherErr)
+	}
+	again, err := r.Do(ctx, key, payload, func(context.Context) ([]byte, error) { return nil, errors.New("ran again") })
+	if err != nil || !again.Cached || !bytes.Equal(again.Result, big) {
+		t.Fatalf("a duplicate = %s cached %v, equal %v, %v; want the result from the cache", again.Verdict, again.Cached, bytes.Equal(again.Result, big), err)
+	}
+}

@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/idemgo/idem"
@@ -15,22 +14,6 @@ import (
 // idem.StepRecorder: the runner's capabilities together.
 var combinedCases = []testCase{
 	{"RunnerCapabilitiesTogether", "through idem.Runner with lease renewal, a bounded wait and a cache: a call waits for a crashed holder that completed a step, takes the key over at its lease's end, resumes after the step (its recorded result, the execution's downstream key), runs through renewals and records a step after its first lease's end; a duplicate is then answered from the cache, and one in another runner from the store", runnerCapabilitiesTogether},
-}
-
-// drive moves clock by a second each time *waiters goroutines wait on it
-// (the number of goroutines that use the clock: a clock moved while one of
-// them is awake could pass a renewal it has not made yet), until the
-// returned function is called.
-func drive(clock *fakeclock.Clock, waiters *atomic.Int32) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for clock.WaitBlocked(ctx, int(waiters.Load())) == nil {
-			clock.Advance(time.Second)
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 func runnerCapabilitiesTogether(e *env) {
@@ -53,10 +36,9 @@ func runnerCapabilitiesTogether(e *env) {
 		e.t.Fatal(err)
 	}
 	charges, emails := 0, 0
-	var waiters atomic.Int32
-	waiters.Store(1) // the waiting call
+	setWaiters, stop := clock.Drive(time.Second, 1) // the waiting call
 	handler := func(ctx context.Context) ([]byte, error) {
-		waiters.Store(2) // the handler and its renewals
+		setWaiters(2) // the handler and its renewals
 		key, err := idem.DownstreamKey(ctx, "charge")
 		if err != nil || key != string(dk) {
 			return nil, fmt.Errorf("downstream key %q, %v; want %q", key, err, dk)
@@ -73,7 +55,6 @@ func runnerCapabilitiesTogether(e *env) {
 		}
 		return append([]byte("order charged with "), charge...), nil
 	}
-	stop := drive(clock, &waiters)
 	out, err := r.Do(context.Background(), k, payload, handler)
 	stop()
 	want := "order charged with " + string(dk)

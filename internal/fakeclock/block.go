@@ -94,3 +94,51 @@ func (c *Clock) notifyLocked() {
 		c.changed = nil
 	}
 }
+
+// Drive moves the clock by step each time at least waiters goroutines are
+// blocked in Block, until stop is called (stop waits for the driving
+// goroutine to end). waiters is the number of goroutines that use the
+// clock: moving it while one of them is awake could pass a time it has to
+// act at. setWaiters changes it while the clock is driven.
+func (c *Clock) Drive(step time.Duration, waiters int) (setWaiters func(n int), stop func()) {
+	c.mu.Lock()
+	c.driven = waiters
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c.waitDriven(ctx) == nil {
+			c.Advance(step)
+		}
+	}()
+	setWaiters = func(n int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.driven = n
+		c.notifyLocked()
+	}
+	return setWaiters, func() { cancel(); <-done }
+}
+
+// waitDriven waits until at least c.driven goroutines are blocked in
+// Block, or ctx is done (its error).
+func (c *Clock) waitDriven(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.waiters) < c.driven {
+		if c.changed == nil {
+			c.changed = make(chan struct{})
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			c.mu.Lock()
+			return ctx.Err()
+		}
+		c.mu.Lock()
+	}
+	return ctx.Err()
+}
