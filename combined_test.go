@@ -5,7 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -309,4 +313,108 @@ func TestWaitThroughRenewals(t *testing.T) {
 		t.Fatalf("Do = %s, %v, waited %v, result %q after %d runs; want the holder's outcome replayed after waiting, no run",
 			got.out.Verdict, got.err, got.out.Waited, got.out.Result, runs)
 	}
+}
+
+// capabilities are the rows' names of the table of pairs in
+// docs/effectively-once.md ("Capabilities together").
+var capabilities = []string{"one-write reservation", "staged completion", "steps", "downstream keys",
+	"lease renewal", "bounded wait", "large results", "local cache", "redisstore"}
+
+// TestCapabilityPairs checks the table of pairs of docs/effectively-once.md:
+// every pair of capabilities once, each answered yes or no, and every test
+// it names a test function of the module or a case of storetest.
+func TestCapabilityPairs(t *testing.T) {
+	page, err := os.ReadFile("docs/effectively-once.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(page), "| pair | combine | what the combination promises | tested by |\n| --- | --- | --- | --- |\n")
+	if !ok {
+		t.Fatal("docs/effectively-once.md has no table of pairs")
+	}
+	known := testNames(t)
+	seen := map[string]bool{}
+	for line := range strings.Lines(table) {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), " | ")
+		if len(cells) != 4 {
+			t.Errorf("row %q: %d cells, want 4", line, len(cells))
+			continue
+		}
+		pair, combine, tests := strings.TrimSpace(cells[0]), cells[1], cells[3]
+		seen[pair] = true
+		if combine != "yes" && combine != "**no**" {
+			t.Errorf("%s: combine %q, want yes or **no**", pair, combine)
+		}
+		names := backticked(tests)
+		if len(names) == 0 {
+			t.Errorf("%s: no test named", pair)
+		}
+		for _, name := range names {
+			if !known[name] {
+				t.Errorf("%s: %s is neither a test function nor a storetest case", pair, name)
+			}
+		}
+	}
+	for i, a := range capabilities {
+		for _, b := range capabilities[i+1:] {
+			if pair := a + " + " + b; !seen[pair] {
+				t.Errorf("the table has no row %q", pair)
+			}
+			delete(seen, a+" + "+b)
+		}
+	}
+	for pair := range seen {
+		t.Errorf("the table's row %q is not a pair of %q", pair, capabilities)
+	}
+}
+
+// backticked returns the `quoted` words of s.
+func backticked(s string) []string {
+	var out []string
+	for i, part := range strings.Split(s, "`") {
+		if i%2 == 1 {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// testNames are the module's test functions (func TestX in its _test.go
+// files) and storetest's cases ({"Name", in storetest).
+func testNames(t *testing.T) map[string]bool {
+	t.Helper()
+	known := map[string]bool{}
+	funcs, cases := regexp.MustCompile(`(?m)^func (Test\w+)\(`), regexp.MustCompile(`(?m)^\t\{"(\w+)", `)
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		re := funcs
+		if strings.HasPrefix(path, "storetest"+string(filepath.Separator)) && !strings.HasSuffix(path, "_test.go") {
+			re = cases
+		} else if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			known[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return known
 }

@@ -313,7 +313,7 @@ func docTable(t *testing.T, page, header string) map[string]string {
 // crashed holder that completed a step, takes the key over with the
 // one-write Acquire, resumes after the step (its downstream key), runs
 // through lease renewals, records a step after its first lease's end, stages
-// a business write and returns a 600 KiB result. A call of another runner
+// a business write named by a downstream key and returns a 600 KiB result. A call of another runner
 // that waits meanwhile replays the result from S3 byte for byte; the
 // runner's cache answers a duplicate.
 func TestCapabilitiesTogetherOnDynamoDB(t *testing.T) {
@@ -362,12 +362,17 @@ func TestCapabilitiesTogetherOnDynamoDB(t *testing.T) {
 		if _, err := idem.Step(ctx, "receipt", func(context.Context) ([]byte, error) { return nil, nil }); err != nil {
 			return nil, err
 		}
-		return big, ddbstore.Stage(ctx, f.bizPut("order-7"))
+		order, err := idem.DownstreamKey(ctx, "order") // the order's id: the same in every execution
+		if err != nil {
+			return nil, err
+		}
+		return big, ddbstore.Stage(ctx, f.bizPut(order))
 	})
 	setWaiters(1) // the other runner's waiting call: the clock stood still while the outcome was written
-	if err != nil || out.Verdict != idem.Executed || !out.TookOver || !out.Waited || out.ResultOmitted || charges != 0 || !f.bizExists(t, "order-7") {
+	order := core.DownstreamKey(key, "order")
+	if err != nil || out.Verdict != idem.Executed || !out.TookOver || !out.Waited || out.ResultOmitted || charges != 0 || !f.bizExists(t, order) {
 		t.Fatalf("Do = %s (took over %v, waited %v, omitted %v), %v after %d charges; business write %v; want executed after waiting and taking over, the charge resumed, the write staged",
-			out.Verdict, out.TookOver, out.Waited, out.ResultOmitted, err, charges, f.bizExists(t, "order-7"))
+			out.Verdict, out.TookOver, out.Waited, out.ResultOmitted, err, charges, f.bizExists(t, order))
 	}
 	<-otherDone
 	if otherErr != nil || otherOut.Verdict != idem.Replayed || !otherOut.Waited || !bytes.Equal(otherOut.Result, big) {
