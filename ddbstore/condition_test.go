@@ -176,15 +176,15 @@ func checkAcquisitions(t *testing.T, s *Store) {
 }
 
 // acquireRecords are storedRecords with one and two attempts (those that
-// may have steps, also with a step), and a retryable failure that never
-// expires (no TTL attribute).
+// may have steps, with one attempt, also with a step), and a retryable
+// failure that never expires (no TTL attribute).
 func acquireRecords(at func(int) time.Time) []core.Record {
 	var out []core.Record
 	for _, r := range storedRecords(at) {
 		for _, attempts := range []int{1, 2} {
 			r.Attempts = attempts
 			out = append(out, r)
-			if r.Status == core.StatusInProgress || r.Retryable {
+			if attempts == 1 && (r.Status == core.StatusInProgress || r.Retryable) {
 				r.Steps = []core.Step{{Name: "charge", Result: []byte(`"ch_1"`)}}
 				out = append(out, r)
 				r.Steps = nil
