@@ -52,6 +52,7 @@ type config struct {
 	retryReserve    time.Duration
 	backoff         core.BackoffFunc
 	observer        Observer
+	tracer          Tracer
 	disabled        bool
 	classifiers     []core.Classifier
 	now             func() time.Time

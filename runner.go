@@ -100,6 +100,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		r.handlerChain = append(platform, c.classifiers...)
 		r.storeChain = append(platform, core.DefaultClassifiers...)
 	}
+	r.cfg.tracer = c.tracerOrObserver()
 	if c.cacheSize > 0 {
 		r.cache = newResultCache(c.cacheSize)
 	}
@@ -151,20 +152,41 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
-	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
+	c := r.newCall(ctx, key)
 	var out Outcome
 	var err error
 	if r.cfg.disabled {
-		out, err = r.unprotected(context.WithValue(ctx, unprotectedKey{}, key), fn)
+		out, err = r.unprotected(context.WithValue(c.ctx, unprotectedKey{}, key), fn)
 	} else {
 		out, err = c.do(payload, fn)
 	}
+	return c.end(out, err)
+}
+
+// newCall starts a call of key: its clock and, with a tracer, its span.
+func (r *Runner) newCall(ctx context.Context, key string) *call {
+	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
+	c.startCall()
+	return c
+}
+
+// end is the end of every call, the one place where its verdict is
+// reported: it sets the verdict an error implies, logs the call, observes
+// it (Observer) and ends its span (Tracer), and returns out and err.
+func (c *call) end(out Outcome, err error) (Outcome, error) {
 	if err != nil {
 		out.Verdict = VerdictOf(err)
 	}
-	r.log(ctx, key, out, err)
-	if r.cfg.observer != nil {
-		r.cfg.observer.Observe(ctx, c.observation(out, err))
+	c.r.log(c.ctx, c.key, out, err)
+	if c.r.cfg.observer == nil && c.endSpan == nil {
+		return out, err
+	}
+	o := c.observation(out, err)
+	if c.r.cfg.observer != nil {
+		c.r.cfg.observer.Observe(c.ctx, o)
+	}
+	if c.endSpan != nil {
+		c.endSpan(o)
 	}
 	return out, err
 }
@@ -187,6 +209,8 @@ type call struct {
 	// staged holds the writes the last try staged (Stage), committed with
 	// its success.
 	staged []any
+	// endSpan ends the call's span (Tracer); nil without a tracer.
+	endSpan func(Observation)
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -233,7 +257,9 @@ func (r *Runner) window(ctx context.Context, now time.Time) window {
 // storeReserve and storeComplete are the call's store writes, timed.
 func (c *call) storeReserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
 	t := c.r.cfg.now()
+	ctx, end := c.r.traceStore(ctx, OpReserve)
 	err := c.r.store.Reserve(ctx, rec, prev, now)
+	end(err)
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return err
 }
@@ -243,9 +269,13 @@ func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record,
 	var stored core.Record
 	var err error
 	if sc, ok := c.r.store.(StagedCompleter); ok && rec.Status == core.StatusSucceeded && len(c.staged) > 0 {
+		ctx, end := c.r.traceStore(ctx, OpCompleteStaged)
 		stored, err = sc.CompleteStaged(ctx, rec, c.staged)
+		end(err)
 	} else {
+		ctx, end := c.r.traceStore(ctx, OpComplete)
 		stored, err = c.r.store.Complete(ctx, rec)
+		end(err)
 	}
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return stored, err
