@@ -153,6 +153,9 @@ func HashKey(key string) string {
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
 	c := r.newCall(ctx, key)
+	if c.endSpan != nil {
+		defer c.endPanicked()
+	}
 	var out Outcome
 	var err error
 	if r.cfg.disabled {

@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Tracer traces each call of Runner.Do while it runs, and the store calls
@@ -20,7 +21,9 @@ import (
 // log record and Observe get it too. The runner calls the end function
 // exactly once, at the end of the call, with the call's Observation (its
 // verdict, attempts, takeover, ...), after the call has been logged and
-// observed.
+// observed; if the call panics (its handler did), with an Observation whose
+// Err holds the panic (its verdict VerdictUnknown), before the panic goes
+// on.
 //
 // StartStoreCall is called before each store call the runner makes, with
 // the context the store call is then made with, and op, the name of the
@@ -100,5 +103,14 @@ func (r *Runner) traceStore(ctx context.Context, op string) (context.Context, fu
 func (c *call) startCall() {
 	if t := c.r.cfg.tracer; t != nil {
 		c.ctx, c.endSpan = t.StartCall(c.ctx, HashKey(c.key))
+	}
+}
+
+// endPanicked ends the span of a call that panics (its handler did) with
+// the panic as its error, and lets the panic go on.
+func (c *call) endPanicked() {
+	if p := recover(); p != nil {
+		c.endSpan(c.observation(Outcome{}, fmt.Errorf("idem: the call panicked: %v", p)))
+		panic(p)
 	}
 }

@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -113,5 +114,26 @@ func TestObserverThatTraces(t *testing.T) {
 	}
 	if _, err := idem.New(f.store, idem.WithTracer(nil)); err == nil {
 		t.Errorf("WithTracer(nil) = %v, want an error", err)
+	}
+}
+
+// A call whose handler panics still ends its span, with the panic as its
+// error, and the panic goes on to the caller.
+func TestTracerEndsAPanickedCall(t *testing.T) {
+	tr := &recTracer{}
+	f := newFixture(t, idem.WithTracer(tr))
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want the handler's panic", p)
+			}
+		}()
+		_ = f.do("evt:tr3:a", `{}`, func(context.Context) ([]byte, error) { panic("boom") })
+	}()
+	if len(tr.ended) != 1 || tr.ended[0].Err == nil || !strings.Contains(tr.ended[0].Err.Error(), "boom") {
+		t.Fatalf("ended %+v, want one call ended with the panic", tr.ended)
+	}
+	if tr.open != 0 {
+		t.Errorf("%d store calls not ended", tr.open)
 	}
 }
