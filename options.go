@@ -61,6 +61,7 @@ type config struct {
 	token           func() string
 	logger          *slog.Logger
 	cacheSize       int
+	cacheTTL        time.Duration
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
 }

@@ -81,6 +81,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		sleep:           sleepCtx,
 		rand:            mrand.Float64,
 		token:           randomToken,
+		cacheTTL:        DefaultCacheTTL,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -102,7 +103,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 	}
 	r.cfg.tracer = c.tracerOrObserver()
 	if c.cacheSize > 0 {
-		r.cache = newResultCache(c.cacheSize)
+		r.cache = newResultCache(c.cacheSize, c.cacheTTL)
 	}
 	return r, nil
 }
@@ -308,7 +309,7 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 			existing, d, now = c.await(existing, d, now)
 		}
 		if d.Action != core.Execute {
-			return c.r.answer(existing, d)
+			return c.r.answer(existing, d, now)
 		}
 		if round >= 2 {
 			// The record changed under us twice: someone else is racing
@@ -319,15 +320,15 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 	}
 }
 
-// answer maps a decision other than Execute on the stored record to the
-// call's outcome.
-func (r *Runner) answer(existing core.Record, d core.Decision) (Outcome, error) {
+// answer maps a decision other than Execute on the stored record, read at
+// now, to the call's outcome.
+func (r *Runner) answer(existing core.Record, d core.Decision, now time.Time) (Outcome, error) {
 	switch d.Action {
 	case core.Replay:
 		out := Outcome{Verdict: Replayed, Replayed: true, Attempts: existing.Attempts, ResultOmitted: existing.ResultOmitted}
 		if existing.Status == core.StatusSucceeded {
 			out.Result = existing.Result
-			r.cache.add(existing)
+			r.cache.add(existing, now)
 		}
 		return out, d.Err
 	case core.InProgress:
@@ -445,7 +446,7 @@ func (c *call) succeed(rec core.Record, result []byte, now time.Time) (Outcome, 
 		out.Result = result
 		return out, err
 	}
-	c.r.cache.add(stored)
+	c.r.cache.add(stored, now)
 	out := c.outcome(rec, &stored)
 	out.Verdict, out.Result = Executed, result
 	return out, nil
