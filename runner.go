@@ -525,6 +525,9 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
 	case OutcomeNotRecorded, StoreFailed, FailedPermanently, RetriesExhausted, KeyReused:
 		level = slog.LevelWarn
 	}
+	if errors.Is(err, ErrMisconfigured) {
+		level = slog.LevelError // no call succeeds until someone fixes it
+	}
 	r.cfg.logger.LogAttrs(ctx, level, "idem", a...)
 }
 
