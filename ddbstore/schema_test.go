@@ -37,21 +37,32 @@ func logRecords(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return out
 }
 
+// keyedID is a table keyed "id" and a store on it left with the default
+// key attribute ("pk"), as a user who forgot WithKeyAttribute("id") has
+// it; its recorder has counted no call yet.
+func keyedID(t *testing.T) *fixture {
+	t.Helper()
+	integration(t)
+	f := &fixture{rec: newRecorder()}
+	f.client = newClient(t, f.rec, 1)
+	f.table, f.info = newTable(t, f.client, ddbstore.WithKeyAttribute("id"))
+	f.rec.reset() // CreateTable's own DescribeTable calls
+	s, err := ddbstore.New(f.client, f.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store = s
+	return f
+}
+
 // A store left with its default key attribute ("pk") over a table keyed
 // "id", as a user who forgot WithKeyAttribute has it: every call fails
 // with an error that names the table's key schema, the store's expectation
 // and the option that fixes it, logged at ERROR, permanent, and the handler
 // never runs. The table is described once, not once per call.
 func TestMisconfiguredKeyAttributeNamed(t *testing.T) {
-	integration(t)
-	rec := newRecorder()
-	client := newClient(t, rec, 1)
-	table, _ := newTable(t, client, ddbstore.WithKeyAttribute("id"))
-	rec.reset()                               // CreateTable's own DescribeTable calls
-	store, err := ddbstore.New(client, table) // the table's key is "id": WithKeyAttribute("id") forgotten
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := keyedID(t)
+	rec, store := f.rec, f.store
 	var logs bytes.Buffer
 	r, err := idem.New(store, idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	if err != nil {
@@ -92,17 +103,10 @@ func TestMisconfiguredKeyAttributeNamed(t *testing.T) {
 // The error is typed, for code that acts on it: the table's key schema, the
 // store's, the fix, and the markers of a misconfiguration.
 func TestMisconfiguredTableTyped(t *testing.T) {
-	integration(t)
-	rec := newRecorder()
-	client := newClient(t, rec, 1)
-	table, _ := newTable(t, client, ddbstore.WithKeyAttribute("id"))
-	rec.reset() // CreateTable's own DescribeTable calls
-	store, err := ddbstore.New(client, table)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := keyedID(t)
+	rec, table, store := f.rec, f.table, f.store
 	now := time.Now()
-	err = store.Reserve(context.Background(), core.Reserve("evt:schema-2:a", fp, "tok", nil, now, now.Add(time.Minute), time.Hour), nil, now)
+	err := store.Reserve(context.Background(), core.Reserve("evt:schema-2:a", fp, "tok", nil, now, now.Add(time.Minute), time.Hour), nil, now)
 	var se *ddbstore.SchemaError
 	var de *ddbstore.Error
 	if !errors.As(err, &se) || !errors.As(err, &de) || de.Op != "reserve" {
@@ -132,15 +136,8 @@ func TestMisconfiguredTableTyped(t *testing.T) {
 // *SchemaError for a table keyed otherwise (kept: a later refused call
 // needs no DescribeTable), nil for the store's table.
 func TestStoreCheckTable(t *testing.T) {
-	integration(t)
-	rec := newRecorder()
-	client := newClient(t, rec, 1)
-	table, _ := newTable(t, client, ddbstore.WithKeyAttribute("id"))
-	rec.reset() // CreateTable's own DescribeTable calls
-	store, err := ddbstore.New(client, table)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := keyedID(t)
+	rec, client, table, store := f.rec, f.client, f.table, f.store
 	var se *ddbstore.SchemaError
 	if err := store.CheckTable(context.Background()); !errors.As(err, &se) || se.Have != "id (HASH, S)" {
 		t.Fatalf("CheckTable = %v, want a *SchemaError", err)
