@@ -62,6 +62,7 @@ type config struct {
 	cacheSize       int
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
+	selection       core.Selection
 }
 
 // WithRetention sets how long records are kept (positive).
