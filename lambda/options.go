@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/httprule"
 	"github.com/idemgo/idem/internal/logattr"
 )
 
@@ -65,6 +67,12 @@ type config struct {
 	hook           *responseHook
 	wait           time.Duration
 	waitSet        bool
+	// WithFingerprintSelection, WithEnvelope, and for the HTTP wrappers
+	// WithKeyHeader and WithKeyBodyField.
+	selection    core.Selection
+	selectionSet bool
+	envelopes    []Envelope
+	keyParts     []httprule.KeyPart
 }
 
 func defaultConfig() config {
