@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/textproto"
 	"strings"
 
 	"github.com/idemgo/idem"
@@ -24,7 +23,7 @@ var ErrNoKey = errors.New("idem: request has no idempotency key")
 // delivery id, such as GitHub's X-GitHub-Delivery), or a field of the
 // JSON body (Stripe's event id). The zero KeyPart is not usable.
 type KeyPart struct {
-	header string   // canonical header name; or
+	header string   // the header's name, as given; or
 	field  []string // the body field's dotted path
 }
 
@@ -34,7 +33,7 @@ func HeaderPart(name string) (KeyPart, error) {
 	if name == "" || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
 		return KeyPart{}, fmt.Errorf("%q is not a header name", name)
 	}
-	return KeyPart{header: textproto.CanonicalMIMEHeaderKey(name)}, nil
+	return KeyPart{header: name}, nil
 }
 
 // FieldPart returns the key part of the body field at path: a field name
@@ -57,6 +56,15 @@ func (p KeyPart) String() string {
 		return "the " + p.header + " header"
 	}
 	return "the body field " + strings.Join(p.field, ".")
+}
+
+// label names the part in the stored key, whatever the case of a header's
+// name.
+func (p KeyPart) label() string {
+	if p.header != "" {
+		return "header:" + strings.ToLower(p.header)
+	}
+	return "field:" + strings.Join(p.field, ".")
 }
 
 // NeedsBody reports whether one of parts is a body field.
@@ -106,7 +114,7 @@ func FindKey(parts []KeyPart, headers map[string]string, multi map[string][]stri
 		if err != nil {
 			return RequestKey{}, err
 		}
-		labels = append(labels, p.String(), v)
+		labels = append(labels, p.label(), v)
 	}
 	return RequestKey{labels: labels}, nil
 }
