@@ -43,29 +43,48 @@ type FingerprintFunc func(payload []byte) (string, error)
 // fingerprintKey is the context key of ContextWithFingerprint's function.
 type fingerprintKey struct{}
 
+// fingerprintCtx is the context ContextWithFingerprint returns: the
+// function, and the execution ctx was in when it was set (nil outside any),
+// so that the calls a handler makes (in an execution of their own caller)
+// do not take the function of the call that runs them. One allocation,
+// where a WithValue and a hiding WithValue per call would take three.
+type fingerprintCtx struct {
+	context.Context
+	fn    FingerprintFunc
+	owner *execution
+}
+
+// Value answers fingerprintKey with c itself, and any other key as the
+// parent does.
+func (c *fingerprintCtx) Value(key any) any {
+	if key == (fingerprintKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
 // ContextWithFingerprint returns a copy of ctx with which calls of
 // Runner.Do fingerprint their payload with fn instead of the runner's own
 // way (core.Fingerprint, or WithFingerprintSelection's selection): for a
 // wrapper that knows how its payloads read (JSON or text, the fields an
 // event's envelope adds) and so canonicalizes each payload once. An error
 // of fn is the call's, wrapped with core.ErrInvalidPayload if it does not
-// wrap it already (verdict invalid_payload). fn applies to the call made
-// with ctx only: the handler's context does not carry it on to the calls
-// the handler makes. A nil fn restores the runner's own way.
+// wrap it already (verdict invalid_payload). fn applies to the calls made
+// with ctx (or a context derived from it) only: the calls a handler makes
+// with its own context do not take it. A nil fn restores the runner's own
+// way.
 func ContextWithFingerprint(ctx context.Context, fn FingerprintFunc) context.Context {
-	return context.WithValue(ctx, fingerprintKey{}, fn)
+	return &fingerprintCtx{Context: ctx, fn: fn, owner: executionOf(ctx)}
 }
 
 // fingerprint is the fingerprint of the call's payload: by its context's
-// function, hidden from the handler's context, or by the runner's
-// selection.
+// function, or by the runner's selection.
 func (c *call) fingerprint(payload []byte) (string, error) {
-	fn, _ := c.ctx.Value(fingerprintKey{}).(FingerprintFunc)
-	if fn == nil {
+	fc, _ := c.ctx.Value(fingerprintKey{}).(*fingerprintCtx)
+	if fc == nil || fc.fn == nil || fc.owner != executionOf(c.ctx) {
 		return c.r.cfg.selection.Fingerprint(payload)
 	}
-	c.ctx = context.WithValue(c.ctx, fingerprintKey{}, FingerprintFunc(nil))
-	fp, err := fn(payload)
+	fp, err := fc.fn(payload)
 	if err != nil && !errors.Is(err, core.ErrInvalidPayload) {
 		err = fmt.Errorf("%w: %w", core.ErrInvalidPayload, err)
 	}

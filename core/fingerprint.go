@@ -877,7 +877,7 @@ const hexDigits = "0123456789abcdef"
 // escaping off, except that a byte of invalid UTF-8 is written as U+FFFD
 // itself rather than escaped, as the canonical form of encoding/json's
 // escape is.
-func appendString(dst, s []byte) []byte {
+func appendString[T ~string | ~[]byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -908,7 +908,7 @@ func appendString(dst, s []byte) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, "\uFFFD"...) // what the escape encoding/json writes decodes to

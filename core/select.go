@@ -261,6 +261,6 @@ func FingerprintCanonical(canonical []byte) string {
 // and each byte of invalid UTF-8 written as U+FFFD (as encoding/json
 // encodes it). FingerprintCanonical(AppendJSONString(nil, s)) is the
 // fingerprint of the JSON encoding of s.
-func AppendJSONString(dst []byte, s string) []byte {
-	return appendString(dst, []byte(s))
+func AppendJSONString[T ~string | ~[]byte](dst []byte, s T) []byte {
+	return appendString(dst, s)
 }

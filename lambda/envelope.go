@@ -252,16 +252,25 @@ func WithEnvelope(envs ...Envelope) BatchOption {
 	})
 }
 
-// prepare takes a message of an SQS batch out of its envelopes
-// (WithEnvelope) and returns it as the handler gets it, its payload and
-// its stored key, or the error that leaves it without one.
-func (w *sqsWrapper) prepare(msg events.SQSMessage) (events.SQSMessage, []byte, string, error) {
+// sqsRecord is a message of an SQS batch as the wrapper processes it: as
+// the handler gets it (unwrapped, WithEnvelope), its fingerprinted payload,
+// and its stored key or the error that leaves it without one.
+type sqsRecord struct {
+	msg     events.SQSMessage
+	payload []byte
+	key     string
+	keyErr  error
+}
+
+// prepare takes a message of an SQS batch out of its envelopes and takes
+// its payload and its key.
+func (w *sqsWrapper) prepare(msg events.SQSMessage) sqsRecord {
 	m, typed, err := unwrapMessage(w.cfg.envelopes, msg)
 	if err != nil {
-		return msg, []byte(msg.Body), "", err
+		return sqsRecord{msg: msg, payload: []byte(msg.Body), keyErr: err}
 	}
 	key, err := SQSKey(w.source, w.action, m)
-	return m, envelopePayload(m.Body, typed), key, err
+	return sqsRecord{msg: m, payload: envelopePayload(m.Body, typed), key: key, keyErr: err}
 }
 
 // payloadFingerprint is the fingerprint of the SQS and SNS wrappers'

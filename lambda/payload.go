@@ -58,7 +58,7 @@ func bodyFingerprint(sel core.Selection) idem.FingerprintFunc {
 				return fp, err
 			}
 		}
-		return core.FingerprintCanonical(core.AppendJSONString(nil, string(payload))), nil
+		return core.FingerprintCanonical(core.AppendJSONString(make([]byte, 0, len(payload)+len(payload)/8+2), payload)), nil
 	}
 }
 

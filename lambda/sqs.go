@@ -210,21 +210,18 @@ func IsFIFO(ev events.SQSEvent) bool {
 func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	ctx = idem.ContextWithFingerprint(ctx, w.fingerprint)
-	msgs := make([]events.SQSMessage, len(ev.Records))
-	payloads := make([][]byte, len(ev.Records))
-	keys := make([]string, len(ev.Records))
-	keyErrs := make([]error, len(ev.Records))
+	recs := make([]sqsRecord, len(ev.Records))
 	items := make([]batchItem, len(ev.Records))
 	for i, m := range ev.Records {
-		msgs[i], payloads[i], keys[i], keyErrs[i] = w.prepare(m)
-		items[i] = batchItem{key: keys[i], lane: m.Attributes["MessageGroupId"]}
+		recs[i] = w.prepare(m)
+		items[i] = batchItem{key: recs[i].key, lane: m.Attributes["MessageGroupId"]}
 	}
 	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: IsFIFO(ev), now: w.cfg.now}
 	states := runBatch(ctx, items, pol, func(ctx context.Context, i int) bool {
-		return w.one(ctx, msgs[i], payloads[i], keys[i], keyErrs[i])
+		return w.one(ctx, recs[i])
 	}, func(i int, reason error) {
 		m := ev.Records[i]
-		w.log(ctx, slog.LevelWarn, m, keys[i], "not_processed", idem.Outcome{}, true, reason,
+		w.log(ctx, slog.LevelWarn, m, recs[i].key, "not_processed", idem.Outcome{}, true, reason,
 			slog.String("message_group_id", m.Attributes["MessageGroupId"]))
 	})
 	for i, st := range states {
@@ -237,16 +234,16 @@ func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 // one processes a message and reports whether it goes into the batch item
 // failures.
-func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, payload []byte, key string, keyErr error) (report bool) {
-	if keyErr != nil {
-		w.log(ctx, slog.LevelWarn, msg, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, keyErr,
+func (w *sqsWrapper) one(ctx context.Context, rec sqsRecord) (report bool) {
+	if rec.keyErr != nil {
+		w.log(ctx, slog.LevelWarn, rec.msg, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, rec.keyErr,
 			slog.String("key_source", w.source.name))
 		return w.cfg.toDLQ
 	}
-	out, err, report := runRecord(ctx, w.runner, key, payload, w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
-		return w.handler(ctx, msg)
+	out, err, report := runRecord(ctx, w.runner, rec.key, rec.payload, w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
+		return w.handler(ctx, rec.msg)
 	})
-	w.log(ctx, levelOf(err), msg, key, out.Verdict.String(), out, report, err)
+	w.log(ctx, levelOf(err), rec.msg, rec.key, out.Verdict.String(), out, report, err)
 	return report
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/idemgo/idem/core"
@@ -99,7 +101,14 @@ func Fingerprint(method, path string, body []byte, sel core.Selection) (string, 
 		return "", fmt.Errorf("%w: body nests arrays and objects deeper than %d", core.ErrInvalidPayload, MaxBodyDepth)
 	}
 	// Members in key order: base64, json, method, path, text.
-	doc := append(make([]byte, 0, len(body)+len(method)+len(path)+40), '{')
+	buf := docPool.Get().(*[]byte)
+	doc := append(slices.Grow((*buf)[:0], len(body)+len(method)+len(path)+40), '{')
+	defer func() {
+		if cap(doc) <= maxPooledDoc {
+			*buf = doc[:0]
+			docPool.Put(buf)
+		}
+	}()
 	text := false
 	if len(body) > 0 {
 		withBody, err := sel.AppendCanonical(append(doc, `"json":`...), body)
@@ -117,10 +126,16 @@ func Fingerprint(method, path string, body []byte, sel core.Selection) (string, 
 	doc = core.AppendJSONString(append(doc, `"method":`...), method)
 	doc = core.AppendJSONString(append(doc, `,"path":`...), path)
 	if text {
-		doc = core.AppendJSONString(append(doc, `,"text":`...), string(body))
+		doc = core.AppendJSONString(append(doc, `,"text":`...), body)
 	}
 	return core.FingerprintCanonical(append(doc, '}')), nil
 }
+
+// docPool holds the buffers Fingerprint assembles documents in; one larger
+// than maxPooledDoc is not kept.
+var docPool = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledDoc = 256 << 10
 
 func jsonCanonical(b []byte) []byte {
 	if len(b) == 0 {
