@@ -54,16 +54,7 @@ func TestGitHubWebhook(t *testing.T) {
 		{"no X-GitHub-Delivery", "", 400, "", false, httpidem.ProblemMissingKeySource},
 	}
 	for i, s := range steps {
-		a := send(t, "POST", url+"/hooks/github", "", ghPush, ghHeaders(s.guid)...)
-		if s.problem != "" {
-			if a.status != s.status || problemType(a) != s.problem {
-				t.Errorf("step %d (%s): %d %s; want %d %s", i, s.name, a.status, a.body, s.status, s.problem)
-			}
-			continue
-		}
-		if a.status != s.status || a.body != s.body || (a.header.Get(httpidem.HeaderReplayed) == "true") != s.replayed {
-			t.Errorf("step %d (%s): %d %q %v; want %d %q replayed %v", i, s.name, a.status, a.body, a.header, s.status, s.body, s.replayed)
-		}
+		checkStep(t, i, s.name, send(t, "POST", url+"/hooks/github", "", ghPush, ghHeaders(s.guid)...), s.status, s.body, s.replayed, s.problem)
 	}
 	// A repeated header is refused, as a repeated Idempotency-Key is.
 	a := send(t, "POST", url+"/hooks/github", "", ghPush, append(ghHeaders("d-1"), "X-GitHub-Delivery", "d-2")...)
@@ -80,7 +71,7 @@ func stripeBody(id string, amount, pending int) string {
 
 // A Stripe event through the middleware, keyed by its id in the body: the
 // handler gets the whole body; a retry whose pending_webhooks changed
-// replays; a GET (not a required method) without a key passes through.
+// replays; a PUT (not a required method) without a key passes through.
 func TestStripeWebhook(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -108,18 +99,24 @@ func TestStripeWebhook(t *testing.T) {
 		{"the id reused with another amount", stripeBody("evt_1PxK2mLp4RtZ1a0B", 9999, 1), 422, "", false, httpidem.ProblemKeyReused},
 	}
 	for i, s := range steps {
-		a := send(t, "POST", url+"/webhooks/stripe", "", s.body, sig(i)...)
-		if s.problem != "" {
-			if a.status != s.status || problemType(a) != s.problem {
-				t.Errorf("step %d (%s): %d %s; want %d %s", i, s.name, a.status, a.body, s.status, s.problem)
-			}
-			continue
-		}
-		if a.status != s.status || a.body != s.want || (a.header.Get(httpidem.HeaderReplayed) == "true") != s.replayed {
-			t.Errorf("step %d (%s): %d %q; want %d %q replayed %v", i, s.name, a.status, a.body, s.status, s.want, s.replayed)
-		}
+		checkStep(t, i, s.name, send(t, "POST", url+"/webhooks/stripe", "", s.body, sig(i)...), s.status, s.want, s.replayed, s.problem)
 	}
 	if a := send(t, "PUT", url+"/webhooks/stripe", "", `{"object":"event"}`); a.status != 200 || a.body != fmt.Sprintf("run 3, %d bytes", len(`{"object":"event"}`)) {
 		t.Errorf("PUT without an id: %d %q; want it passed through with its body", a.status, a.body)
+	}
+}
+
+// checkStep compares the answer a to step i of a webhook test: a problem of
+// type problem, or status, body and the replay marker.
+func checkStep(t *testing.T, i int, name string, a answer, status int, body string, replayed bool, problem string) {
+	t.Helper()
+	if problem != "" {
+		if a.status != status || problemType(a) != problem {
+			t.Errorf("step %d (%s): %d %s; want %d %s", i, name, a.status, a.body, status, problem)
+		}
+		return
+	}
+	if a.status != status || a.body != body || (a.header.Get(httpidem.HeaderReplayed) == "true") != replayed {
+		t.Errorf("step %d (%s): %d %q %v; want %d %q replayed %v", i, name, a.status, a.body, a.header, status, body, replayed)
 	}
 }

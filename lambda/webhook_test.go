@@ -57,42 +57,56 @@ func TestHTTPAPIGitHubWebhook(t *testing.T) {
 	delete(noHeader.Headers, "x-github-delivery")
 	twice := githubDelivery("a1b2c3d4-0000-11ef-8000-000000000001,a1b2c3d4-0000-11ef-8000-000000000002", "issues", githubIssueOpened)
 	steps := []struct {
-		name     string
-		req      events.APIGatewayV2HTTPRequest
-		status   int
-		body     string
-		replayed bool
-		problem  string
-		verdicts []idem.Verdict
+		req events.APIGatewayV2HTTPRequest
+		httpStep
 	}{
-		{"delivery", githubDelivery("1f6e0a70-c9a1-11ef-9a8b-3d2c1b0a9f8e", "issues", githubIssueOpened), 202, `{"ticket":1}`, false, "", executed},
-		{"redelivery", githubDelivery("1f6e0a70-c9a1-11ef-9a8b-3d2c1b0a9f8e", "issues", githubIssueOpened), 202, `{"ticket":1}`, true, "", replayed},
-		{"another delivery of the same payload", githubDelivery("5c4b3a29-c9a2-11ef-8c7d-6e5f4a3b2c1d", "issues", githubIssueOpened), 202, `{"ticket":2}`, false, "", executed},
-		{"no delivery header", noHeader, 400, "", false, idemlambda.ProblemMissingKeySource, nil},
-		{"a repeated header, comma-joined", twice, 400, "", false, idemlambda.ProblemInvalidKeySource, nil},
+		{githubDelivery("1f6e0a70-c9a1-11ef-9a8b-3d2c1b0a9f8e", "issues", githubIssueOpened), httpStep{"delivery", 202, `{"ticket":1}`, false, "", executed}},
+		{githubDelivery("1f6e0a70-c9a1-11ef-9a8b-3d2c1b0a9f8e", "issues", githubIssueOpened), httpStep{"redelivery", 202, `{"ticket":1}`, true, "", replayed}},
+		{githubDelivery("5c4b3a29-c9a2-11ef-8c7d-6e5f4a3b2c1d", "issues", githubIssueOpened), httpStep{"another delivery of the same payload", 202, `{"ticket":2}`, false, "", executed}},
+		{noHeader, httpStep{"no delivery header", 400, "", false, idemlambda.ProblemMissingKeySource, nil}},
+		{twice, httpStep{"a repeated header, comma-joined", 400, "", false, idemlambda.ProblemInvalidKeySource, nil}},
 	}
 	for i, s := range steps {
 		resp, err := handle(e.ctx(t, 10*time.Second), s.req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := v.take(); !equalVerdicts(got, s.verdicts) {
-			t.Errorf("step %d (%s): verdicts %v want %v", i, s.name, got, s.verdicts)
-		}
-		if s.problem != "" {
-			if p := problemOf(t, resp); resp.StatusCode != s.status || p.Type != idemlambda.ProblemTypeBase+s.problem {
-				t.Errorf("step %d (%s): %d %+v; want %d %s", i, s.name, resp.StatusCode, p, s.status, s.problem)
-			}
-			continue
-		}
-		if resp.StatusCode != s.status || resp.Body != s.body || (resp.Headers[idemlambda.HeaderReplayed] == "true") != s.replayed {
-			t.Errorf("step %d (%s): %d %s %v; want %d %s replayed %v", i, s.name, resp.StatusCode, resp.Body, resp.Headers, s.status, s.body, s.replayed)
-		}
+		s.check(t, i, v, resp.StatusCode, resp.Body, resp.Headers[idemlambda.HeaderReplayed] == "true")
 	}
 }
 
 func equalVerdicts(a, b []idem.Verdict) bool {
 	return fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+// httpStep is one request of a webhook test: the answer and the verdicts
+// it must have; problem names the problem type of an answer the wrapper
+// gives in the handler's place.
+type httpStep struct {
+	name     string
+	status   int
+	body     string
+	replayed bool
+	problem  string
+	verdicts []idem.Verdict
+}
+
+// check compares the answer of step i with s.
+func (s httpStep) check(t *testing.T, i int, v *verdicts, status int, body string, replayed bool) {
+	t.Helper()
+	if got := v.take(); !equalVerdicts(got, s.verdicts) {
+		t.Errorf("step %d (%s): verdicts %v want %v", i, s.name, got, s.verdicts)
+	}
+	if s.problem != "" {
+		var p idemlambda.Problem
+		if json.Unmarshal([]byte(body), &p) != nil || status != s.status || p.Status != status || p.Type != idemlambda.ProblemTypeBase+s.problem {
+			t.Errorf("step %d (%s): %d %s; want %d %s", i, s.name, status, body, s.status, s.problem)
+		}
+		return
+	}
+	if status != s.status || body != s.body || replayed != s.replayed {
+		t.Errorf("step %d (%s): %d %s replayed %v; want %d %s replayed %v", i, s.name, status, body, replayed, s.status, s.body, s.replayed)
+	}
 }
 
 // stripeEvent is a Stripe event as Stripe posts it to a webhook endpoint.
@@ -168,41 +182,24 @@ func TestFunctionURLStripeWebhook(t *testing.T) {
 	}
 	paid := stripeEvent("evt_3PxK2mLp4RtZ1a0B1cD2eF3g", "pi_3PxK2mLp4RtZ1a0B", 2500, 2)
 	steps := []struct {
-		name     string
-		req      events.LambdaFunctionURLRequest
-		status   int
-		body     string
-		replayed bool
-		problem  string
-		verdicts []idem.Verdict
+		req events.LambdaFunctionURLRequest
+		httpStep
 	}{
-		{"delivery", stripeDelivery(1, paid), 200, `{"received":true,"fulfilment":1}`, false, "", executed},
-		{"retry, same body", stripeDelivery(2, paid), 200, `{"received":true,"fulfilment":1}`, true, "", replayed},
-		{"retry, pending_webhooks changed", stripeDelivery(3, stripeEvent("evt_3PxK2mLp4RtZ1a0B1cD2eF3g", "pi_3PxK2mLp4RtZ1a0B", 2500, 1)), 200, `{"received":true,"fulfilment":1}`, true, "", replayed},
-		{"another event", stripeDelivery(4, stripeEvent("evt_3PxK9zYx8WvU7t6S5r4Q3p2o", "pi_3PxK9zYx8WvU7t6S", 900, 1)), 200, `{"received":true,"fulfilment":1}`, false, "", executed},
-		{"the id reused with another amount", stripeDelivery(5, stripeEvent("evt_3PxK2mLp4RtZ1a0B1cD2eF3g", "pi_3PxK2mLp4RtZ1a0B", 9999, 1)), 422, "", false, idemlambda.ProblemKeyReused, reused},
-		{"a body without an id", stripeDelivery(6, `{"object":"event","type":"ping"}`), 400, "", false, idemlambda.ProblemMissingKeySource, nil},
-		{"a body that is not JSON", stripeDelivery(7, `id=evt_1`), 400, "", false, idemlambda.ProblemMissingKeySource, nil},
-		{"an id that is an object", stripeDelivery(8, `{"id":{"evt":1}}`), 400, "", false, idemlambda.ProblemInvalidKeySource, nil},
+		{stripeDelivery(1, paid), httpStep{"delivery", 200, `{"received":true,"fulfilment":1}`, false, "", executed}},
+		{stripeDelivery(2, paid), httpStep{"retry, same body", 200, `{"received":true,"fulfilment":1}`, true, "", replayed}},
+		{stripeDelivery(3, stripeEvent("evt_3PxK2mLp4RtZ1a0B1cD2eF3g", "pi_3PxK2mLp4RtZ1a0B", 2500, 1)), httpStep{"retry, pending_webhooks changed", 200, `{"received":true,"fulfilment":1}`, true, "", replayed}},
+		{stripeDelivery(4, stripeEvent("evt_3PxK9zYx8WvU7t6S5r4Q3p2o", "pi_3PxK9zYx8WvU7t6S", 900, 1)), httpStep{"another event", 200, `{"received":true,"fulfilment":1}`, false, "", executed}},
+		{stripeDelivery(5, stripeEvent("evt_3PxK2mLp4RtZ1a0B1cD2eF3g", "pi_3PxK2mLp4RtZ1a0B", 9999, 1)), httpStep{"the id reused with another amount", 422, "", false, idemlambda.ProblemKeyReused, reused}},
+		{stripeDelivery(6, `{"object":"event","type":"ping"}`), httpStep{"a body without an id", 400, "", false, idemlambda.ProblemMissingKeySource, nil}},
+		{stripeDelivery(7, `id=evt_1`), httpStep{"a body that is not JSON", 400, "", false, idemlambda.ProblemMissingKeySource, nil}},
+		{stripeDelivery(8, `{"id":{"evt":1}}`), httpStep{"an id that is an object", 400, "", false, idemlambda.ProblemInvalidKeySource, nil}},
 	}
 	for i, s := range steps {
 		resp, err := handle(e.ctx(t, 10*time.Second), s.req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := v.take(); !equalVerdicts(got, s.verdicts) {
-			t.Errorf("step %d (%s): verdicts %v want %v", i, s.name, got, s.verdicts)
-		}
-		if s.problem != "" {
-			var p idemlambda.Problem
-			if json.Unmarshal([]byte(resp.Body), &p) != nil || resp.StatusCode != s.status || p.Type != idemlambda.ProblemTypeBase+s.problem {
-				t.Errorf("step %d (%s): %d %s; want %d %s", i, s.name, resp.StatusCode, resp.Body, s.status, s.problem)
-			}
-			continue
-		}
-		if resp.StatusCode != s.status || resp.Body != s.body || (resp.Headers[idemlambda.HeaderReplayed] == "true") != s.replayed {
-			t.Errorf("step %d (%s): %d %s %v; want %d %s replayed %v", i, s.name, resp.StatusCode, resp.Body, resp.Headers, s.status, s.body, s.replayed)
-		}
+		s.check(t, i, v, resp.StatusCode, resp.Body, resp.Headers[idemlambda.HeaderReplayed] == "true")
 	}
 }
 
