@@ -26,12 +26,14 @@ import (
 //     the rest pass through untouched;
 //   - the header (any case; an RFC 8941 quoted string is unquoted) holds 1
 //     to MaxKeyLen visible ASCII characters other than a comma, once;
-//     invalid or repeated: 400;
+//     invalid or repeated: 400; with WithKeyHeader or WithKeyBodyField the
+//     key is that header (a webhook's delivery id) or body field instead
+//     (missing: 400 missing-key-source; unusable: 400 invalid-key-source);
 //   - the stored key hashes the header with the caller (WithIdentity), so
 //     one caller can neither replay nor block another's key;
 //   - the fingerprint covers the method, the path (escaped, without the
-//     query) and the body (a JSON body compared canonically, any other body
-//     byte for byte). The body is read whole before the handler runs and
+//     query) and the body (a JSON body compared canonically, only the fields
+//     WithFingerprintSelection selects; any other body byte for byte). The body is read whole before the handler runs and
 //     given to it again: over WithMaxBodyBytes, 413; JSON nested deeper
 //     than MaxBodyDepth, 400;
 //   - the same key with another method, path or body: 422; still running

@@ -229,7 +229,8 @@ func typedValue(av events.DynamoDBAttributeValue) (any, error) {
 // event identity that key finds in the record (see EventKey). The payload
 // fingerprint is the record's eventName, Keys, NewImage and OldImage in
 // DynamoDB's typed JSON, canonical (attribute names and set members
-// sorted); handler's result is stored.
+// sorted), or the fields of that document WithFingerprintSelection selects;
+// handler's result is stored.
 //
 // Records of a shard run in the order of the event and stop at the first
 // one that must be retried, whose dynamodb.SequenceNumber is reported as the

@@ -65,8 +65,8 @@ func (e Envelope) Unwrap(msg events.SQSMessage) (events.SQSMessage, error) {
 // MessageAttributes. Unwrapped, the message is what raw message delivery
 // would have delivered: its body is Message, and its MessageAttributes are
 // the published attributes (String, Number and String.Array as
-// StringValue, Binary decoded into BinaryValue), added to any the SQS
-// message has. The SNS MessageId, Timestamp and Subject are left behind,
+// StringValue, Binary decoded from base64 into BinaryValue, or kept as its
+// bytes if it is not base64), added to any the SQS message has. The SNS MessageId, Timestamp and Subject are left behind,
 // as raw message delivery leaves them.
 func SNSEnvelope() Envelope {
 	return Envelope{name: "sns", unwrap: unwrapSNS}

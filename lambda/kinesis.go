@@ -101,7 +101,8 @@ func kinesisPayload(data []byte) []byte {
 // handler once per record through runner, as the operation action on the
 // event identity that key finds in the record (see EventKey). The record's
 // data is the payload fingerprint (JSON data compared canonically, so key
-// order and whitespace do not matter; UTF-8 text as a JSON string; other
+// order and whitespace do not matter, and only the fields
+// WithFingerprintSelection selects; UTF-8 text as a JSON string; other
 // bytes byte for byte), and handler's result is stored.
 //
 // Records of a shard run one after another, in the order of the event; a

@@ -123,8 +123,9 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // SQS returns a handler for SQS batches that runs handler once per message
 // through runner, as the operation action on the event identity that key
 // finds in the message (see EventKey). The message body is the payload
-// fingerprint (a body that is not JSON is taken as a JSON string), and
-// handler's result is stored.
+// fingerprint (a body that is not JSON is taken as a JSON string; with
+// WithEnvelope, the body inside the envelope; with WithFingerprintSelection,
+// only its selected fields), and handler's result is stored.
 //
 // It reports in batchItemFailures, for SQS to redeliver (the event source
 // mapping must have FunctionResponseTypes: [ReportBatchItemFailures]):
