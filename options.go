@@ -64,6 +64,7 @@ type config struct {
 	cacheTTL        time.Duration
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
+	selection       core.Selection
 }
 
 // WithRetention sets how long records are kept (positive).

@@ -224,7 +224,7 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 	if err := core.ValidateKey(c.key); err != nil {
 		return Outcome{}, err
 	}
-	fp, err := core.Fingerprint(payload)
+	fp, err := c.fingerprint(payload)
 	if err != nil {
 		return Outcome{}, err
 	}

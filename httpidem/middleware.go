@@ -26,12 +26,14 @@ import (
 //     the rest pass through untouched;
 //   - the header (any case; an RFC 8941 quoted string is unquoted) holds 1
 //     to MaxKeyLen visible ASCII characters other than a comma, once;
-//     invalid or repeated: 400;
+//     invalid or repeated: 400; with WithKeyHeader or WithKeyBodyField the
+//     key is that header (a webhook's delivery id) or body field instead
+//     (missing: 400 missing-key-source; unusable: 400 invalid-key-source);
 //   - the stored key hashes the header with the caller (WithIdentity), so
 //     one caller can neither replay nor block another's key;
 //   - the fingerprint covers the method, the path (escaped, without the
-//     query) and the body (a JSON body compared canonically, any other body
-//     byte for byte). The body is read whole before the handler runs and
+//     query) and the body (a JSON body compared canonically, only the fields
+//     WithFingerprintSelection selects; any other body byte for byte). The body is read whole before the handler runs and
 //     given to it again: over WithMaxBodyBytes, 413; JSON nested deeper
 //     than MaxBodyDepth, 400;
 //   - the same key with another method, path or body: 422; still running
@@ -72,11 +74,15 @@ func Middleware(runner *idem.Runner, opts ...Option) (func(http.Handler) http.Ha
 			return nil, err
 		}
 	}
+	sel := runner.FingerprintSelection()
+	if cfg.selSet {
+		sel = cfg.selection
+	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("httpidem: nil handler")
 		}
-		return &middleware{runner: runner, cfg: cfg, next: next}
+		return &middleware{runner: runner, cfg: cfg, next: next, sel: sel}
 	}, nil
 }
 
@@ -86,6 +92,7 @@ type middleware struct {
 	runner *idem.Runner
 	cfg    config
 	next   http.Handler
+	sel    core.Selection // of the body's fingerprint
 }
 
 // safe are the methods whose Idempotency-Key is ignored unless required.
@@ -93,7 +100,7 @@ var safe = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.Met
 
 // ServeHTTP takes the key and the payload, runs, and maps the answer.
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key, payload, body, ok := m.admit(w, r)
+	key, body, ok := m.admit(w, r)
 	if !ok {
 		return
 	}
@@ -102,7 +109,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := newRecorder(w, m.cfg.maxResponse)
 	ran := false
 	var panicked any
-	out, err := m.runner.Do(m.cfg.waitContext(ctx), key, payload, func(ctx context.Context) ([]byte, error) {
+	path := r.URL.EscapedPath()
+	doCtx := idem.ContextWithFingerprint(m.cfg.waitContext(ctx), func(body []byte) (string, error) {
+		return httprule.Fingerprint(r.Method, path, body, m.sel)
+	})
+	out, err := m.runner.Do(doCtx, key, body, func(ctx context.Context) ([]byte, error) {
 		if ran { // not reached: every failure below is marked to retry later
 			return nil, core.MarkRetryLater(errors.New("httpidem: handler already ran in this request"))
 		}
@@ -154,20 +165,31 @@ func levelOf(err error) slog.Level {
 	return slog.LevelInfo
 }
 
-// admit takes the stored key, the payload and the body of a request. ok is
-// false when admit has answered the request itself (400, 413) or passed it
-// through unkeyed.
-func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, payload, body []byte, ok bool) {
-	value, present, err := httprule.KeyHeader(nil, r.Header)
+// admit takes the stored key and the body of a request. ok is false when
+// admit has answered the request itself (400, 413) or passed it through
+// unkeyed.
+func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, body []byte, ok bool) {
+	keyed := m.cfg.required[r.Method] || !safe[r.Method]
+	read := keyed && httprule.NeedsBody(m.cfg.keyParts)
+	var err error
+	if read {
+		if body, err = m.readBody(r); err != nil {
+			return "", nil, m.refuse(w, r, bodyAnswer(err), "invalid_body", err)
+		}
+	}
+	rk, err := httprule.FindKey(m.cfg.keyParts, nil, r.Header, body)
 	switch {
-	case !m.cfg.required[r.Method] && (!present || safe[r.Method]):
+	case !m.cfg.required[r.Method] && (errors.Is(err, httprule.ErrNoKey) || safe[r.Method]):
 		m.log(r.Context(), slog.LevelDebug, r, "", "unkeyed", 0, idem.Outcome{}, nil)
+		if read {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
 		m.next.ServeHTTP(w, r)
-		return "", nil, nil, false
+		return "", nil, false
+	case errors.Is(err, httprule.ErrNoKey):
+		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "missing_key", err)
 	case err != nil:
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
-	case !present:
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.MissingKey, "", idem.InvalidKey), "missing_key", nil)
+		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "invalid_key", err)
 	}
 	var identity []string
 	if m.cfg.identity != nil {
@@ -175,20 +197,23 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, 
 			identity = []string{"caller=" + id}
 		}
 	}
-	if key, err = httprule.Key(value, identity); err != nil {
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
+	if key, err = rk.Stored(identity); err != nil {
+		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "invalid_key", err)
 	}
-	if body, err = m.readBody(r); err != nil {
-		a := httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload)
-		if errors.Is(err, errTooLarge) {
-			a = httprule.NewAnswer(httprule.BodyTooLarge, err.Error(), idem.InvalidPayload)
+	if !read {
+		if body, err = m.readBody(r); err != nil {
+			return "", nil, m.refuse(w, r, bodyAnswer(err), "invalid_body", err)
 		}
-		return "", nil, nil, m.refuse(w, r, a, "invalid_body", err)
 	}
-	if payload, err = httprule.Payload(r.Method, r.URL.EscapedPath(), body); err != nil {
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), "invalid_body", err)
+	return key, body, true
+}
+
+// bodyAnswer is the answer to a request whose body readBody refused.
+func bodyAnswer(err error) httprule.Answer {
+	if errors.Is(err, errTooLarge) {
+		return httprule.NewAnswer(httprule.BodyTooLarge, err.Error(), idem.InvalidPayload)
 	}
-	return key, payload, body, true
+	return httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload)
 }
 
 // errTooLarge is readBody's error for a body over the limit.

@@ -24,6 +24,7 @@ type httpWrapper[Req, Resp any] struct {
 	fl      flavour[Req, Resp]
 	handler func(context.Context, Req) (Resp, error)
 	hook    func(context.Context, *Resp, idem.Verdict) // nil: none
+	sel     core.Selection                             // of the body's fingerprint
 }
 
 func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Context, Req) (Resp, error), fl flavour[Req, Resp], opts []HTTPOption) (func(context.Context, Req) (Resp, error), error) {
@@ -37,7 +38,7 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 	if err != nil {
 		return nil, err
 	}
-	w := &httpWrapper[Req, Resp]{runner: runner, cfg: cfg, fl: fl, handler: handler}
+	w := &httpWrapper[Req, Resp]{runner: runner, cfg: cfg, fl: fl, handler: handler, sel: cfg.selectionFor(runner)}
 	if cfg.hook != nil {
 		hook, ok := cfg.hook.fn.(func(context.Context, *Resp, idem.Verdict))
 		if !ok {
@@ -52,13 +53,13 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 // serve is the wrapper: take the key and the payload, run, map the answer.
 func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, error) {
 	req := w.request(event)
-	key, payload, early := w.admit(ctx, req, event)
+	key, body, early := w.admit(ctx, req, event)
 	if early != nil {
 		return *early, nil
 	}
 	var fresh *Resp  // the response of this call's own execution, if any
 	var failed error // the handler's error, answered with a problem
-	out, err := w.runner.Do(w.cfg.waitContext(ctx), key, payload, func(ctx context.Context) ([]byte, error) {
+	out, err := w.runner.Do(w.doContext(ctx, req), key, body, func(ctx context.Context) ([]byte, error) {
 		resp, status, herr := w.run(withStoredKey(ctx, key), req, event)
 		fresh, failed = &resp, herr
 		if herr != nil || httprule.RetryableStatus(status) {
@@ -131,31 +132,54 @@ func (w *httpWrapper[Req, Resp]) run(ctx context.Context, req httpRequest, event
 	return resp, v.StatusCode, nil
 }
 
-// admit takes the stored key and the payload of a request. When the request
+// admit takes the stored key and the body of a request. When the request
 // cannot be keyed, early is the answer: a 400, or the handler's own answer
 // when it ran unkeyed (WithOptionalKey).
-func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, event Req) (key string, payload []byte, early *Resp) {
-	value, present, err := IdempotencyKeyHeader(req.headers, req.multi)
+func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, event Req) (key string, body []byte, early *Resp) {
+	decode := func() (err error) {
+		if body == nil {
+			body, err = DecodeBody(req.body, req.base64)
+		}
+		return err
+	}
+	invalidBody := func(err error) *Resp {
+		return w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), "invalid_body", err)
+	}
+	if httprule.NeedsBody(w.cfg.keyParts) {
+		if err := decode(); err != nil {
+			return "", nil, invalidBody(err)
+		}
+	}
+	rk, err := httprule.FindKey(w.cfg.keyParts, req.headers, req.multi, body)
+	if err == nil {
+		key, err = rk.Stored(req.identity)
+	}
 	switch {
-	case err != nil:
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
-	case !present && w.cfg.optionalKey:
+	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:
 		resp, status, herr := w.run(ctx, req, event)
 		if herr != nil {
 			w.callHook(ctx, &resp, idem.VerdictUnknown)
 		}
 		w.log(ctx, slog.LevelInfo, req, "", "unkeyed", status, idem.Outcome{}, herr)
 		return "", nil, &resp
-	case !present:
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.MissingKey, "", idem.InvalidKey), "missing_key", nil)
+	case errors.Is(err, httprule.ErrNoKey):
+		return "", nil, w.refuse(ctx, req, httprule.KeyAnswer(w.cfg.keyParts, err), "missing_key", err)
+	case err != nil:
+		return "", nil, w.refuse(ctx, req, httprule.KeyAnswer(w.cfg.keyParts, err), "invalid_key", err)
 	}
-	if key, err = HTTPKey(value, req.identity); err != nil {
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
+	if err := decode(); err != nil {
+		return "", nil, invalidBody(err)
 	}
-	if payload, err = RequestPayload(req.method, req.path, req.body, req.base64); err != nil {
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), "invalid_body", err)
-	}
-	return key, payload, nil
+	return key, body, nil
+}
+
+// doContext is the context of the runner's call for req: the wait of
+// WithWait, and the request's fingerprint (httprule.Fingerprint: the method,
+// the path and the body, under the wrapper's selection).
+func (w *httpWrapper[Req, Resp]) doContext(ctx context.Context, req httpRequest) context.Context {
+	return idem.ContextWithFingerprint(w.cfg.waitContext(ctx), func(body []byte) (string, error) {
+		return httprule.Fingerprint(req.method, req.path, body, w.sel)
+	})
 }
 
 // refuse answers a request that could not be keyed, and logs why.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/httprule"
 	"github.com/idemgo/idem/internal/logattr"
 )
 
@@ -23,13 +25,14 @@ const (
 	DefaultSafetyMargin = 2 * time.Second
 )
 
-// Option configures every wrapper: WithLogger and WithClock. It is also a
-// BatchOption and an HTTPOption, so it can be given to any constructor.
+// Option configures every wrapper: WithLogger, WithClock and
+// WithFingerprintSelection. It is also a BatchOption and an HTTPOption, so
+// it can be given to any constructor.
 type Option func(*config) error
 
-// BatchOption configures the batch wrappers (SQS, Kinesis, DynamoDBStream):
-// an Option, or one of
-// WithConcurrency, WithSafetyMargin and WithPermanentFailuresToDLQ. Giving a
+// BatchOption configures the batch wrappers (SQS, SNS, Kinesis,
+// DynamoDBStream): an Option, or one of WithConcurrency, WithSafetyMargin,
+// WithPermanentFailuresToDLQ and WithEnvelope (SQS and SNS only). Giving a
 // batch option to another wrapper does not compile.
 type BatchOption interface {
 	applyBatch(*config) error
@@ -37,7 +40,8 @@ type BatchOption interface {
 
 // HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL,
 // ALB): an Option, or one of WithOptionalKey, WithIdentityHeader,
-// WithResponseHook and WithWait. Giving it to another wrapper does not compile.
+// WithKeyHeader, WithKeyBodyField, WithResponseHook and WithWait. Giving it
+// to another wrapper does not compile.
 type HTTPOption interface {
 	applyHTTP(*config) error
 }
@@ -65,6 +69,12 @@ type config struct {
 	hook           *responseHook
 	wait           time.Duration
 	waitSet        bool
+	// WithFingerprintSelection, WithEnvelope, and for the HTTP wrappers
+	// WithKeyHeader and WithKeyBodyField.
+	selection    core.Selection
+	selectionSet bool
+	envelopes    []Envelope
+	keyParts     []httprule.KeyPart
 }
 
 func defaultConfig() config {
@@ -160,9 +170,10 @@ func WithPermanentFailuresToDLQ() BatchOption {
 	})
 }
 
-// WithOptionalKey lets requests without an Idempotency-Key header through to
-// the handler unkeyed (not idempotent) instead of answering 400. An invalid
-// header is still refused. HTTP wrappers only.
+// WithOptionalKey lets requests without an Idempotency-Key header (or
+// without a source of WithKeyHeader or WithKeyBodyField) through to the
+// handler unkeyed (not idempotent) instead of answering 400. An invalid key
+// is still refused. HTTP wrappers only.
 func WithOptionalKey() HTTPOption {
 	return httpOption(func(c *config) error {
 		c.optionalKey = true

@@ -1,9 +1,7 @@
 package idemlambda
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/jsonfield"
 )
 
 // ErrMissingKey is the error (checked with errors.Is) for an event whose
@@ -39,39 +38,11 @@ func EventKey(eventID, action string) (string, error) {
 	return core.DeriveKey("evt", eventID, action)
 }
 
-// KeySource says where the SQS wrapper finds a message's event identity.
-// The zero value is not usable: take one from KeyFromBodyField,
-// KeyFromAttribute, KeyFromDeduplicationID or KeyFromMessageID.
-type KeySource struct {
-	name string
-	get  func(events.SQSMessage) (string, error)
-}
-
-// String names the source, for logs.
-func (s KeySource) String() string { return s.name }
-
-// EventID returns the event identity of msg, or an error wrapping
-// ErrMissingKey.
-func (s KeySource) EventID(msg events.SQSMessage) (string, error) {
-	return sourceEventID(s.name, s.get, msg)
-}
-
-// sourceEventID is the event identity that a key source named name finds
-// in ev with get, for every event type: a zero source (nil get) and an empty
-// identity are errors wrapping ErrMissingKey.
-func sourceEventID[E any](name string, get func(E) (string, error), ev E) (string, error) {
-	if get == nil {
-		return "", fmt.Errorf("%w: zero key source", ErrMissingKey)
-	}
-	id, err := get(ev)
-	if err != nil {
-		return "", err
-	}
-	if id == "" {
-		return "", fmt.Errorf("%w: %s is empty", ErrMissingKey, name)
-	}
-	return id, nil
-}
+// KeySource says where the SQS and SNS wrappers find a message's event
+// identity. The zero value is not usable: take one from KeyFromBodyField,
+// KeyFromAttribute, KeyFromDeduplicationID, KeyFromMessageID, KeyFromFunc
+// or KeyFromAll.
+type KeySource = Source[events.SQSMessage]
 
 // KeyFromBodyField takes the identity from a field of the message's JSON
 // body. path is a field name or a dotted path into nested objects
@@ -90,47 +61,13 @@ func KeyFromBodyField(path string) KeySource {
 }
 
 // jsonField returns the string or number at the dotted path in doc, which
-// errors call what (the body, the data).
+// errors call what (the body, the data); its errors wrap ErrMissingKey.
 func jsonField(what string, doc []byte, path []string) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", fmt.Errorf("%w: %s is not JSON: %v", ErrMissingKey, what, err)
+	id, err := jsonfield.Get(what, doc, path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrMissingKey, err)
 	}
-	for i, p := range path {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return "", fmt.Errorf("%w: %q is not a JSON object", ErrMissingKey, strings.Join(path[:i], "."))
-		}
-		if v, ok = obj[p]; !ok {
-			return "", fmt.Errorf("%w: %s has no field %q", ErrMissingKey, what, strings.Join(path[:i+1], "."))
-		}
-	}
-	switch t := v.(type) {
-	case string:
-		if t == "" {
-			return "", fmt.Errorf("%w: %s field %q is empty", ErrMissingKey, what, strings.Join(path, "."))
-		}
-		return t, nil
-	case json.Number:
-		return t.String(), nil
-	}
-	return "", fmt.Errorf("%w: %s field %q is %s, want a string or a number", ErrMissingKey, what, strings.Join(path, "."), jsonKind(v))
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	}
-	return fmt.Sprintf("%T", v)
+	return id, nil
 }
 
 // KeyFromAttribute takes the identity from a message attribute of type
@@ -186,8 +123,9 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // SQS returns a handler for SQS batches that runs handler once per message
 // through runner, as the operation action on the event identity that key
 // finds in the message (see EventKey). The message body is the payload
-// fingerprint (a body that is not JSON is taken as a JSON string), and
-// handler's result is stored.
+// fingerprint (a body that is not JSON is taken as a JSON string; with
+// WithEnvelope, the body inside the envelope; with WithFingerprintSelection,
+// only its selected fields), and handler's result is stored.
 //
 // It reports in batchItemFailures, for SQS to redeliver (the event source
 // mapping must have FunctionResponseTypes: [ReportBatchItemFailures]):
@@ -219,6 +157,15 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // reported as that message's failure; its key stays in progress until its
 // lease ends.
 func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts ...BatchOption) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	w, err := newSQSWrapper(runner, action, key, handler, opts)
+	if err != nil {
+		return nil, err
+	}
+	return w.handle, nil
+}
+
+// newSQSWrapper checks SQS's arguments and makes its wrapper.
+func newSQSWrapper(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts []BatchOption) (*sqsWrapper, error) {
 	if runner == nil {
 		return nil, errors.New("idemlambda: nil runner")
 	}
@@ -226,7 +173,7 @@ func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx con
 		return nil, errors.New("idemlambda: nil handler")
 	}
 	if key.get == nil {
-		return nil, errors.New("idemlambda: zero KeySource: use KeyFromBodyField, KeyFromAttribute, KeyFromDeduplicationID or KeyFromMessageID")
+		return nil, zeroSourceError("KeySource", "KeyFromBodyField", "KeyFromAttribute", "KeyFromDeduplicationID", "KeyFromMessageID")
 	}
 	if _, err := EventKey("probe", action); err != nil {
 		return nil, fmt.Errorf("idemlambda: action %q: %w", action, err)
@@ -235,16 +182,19 @@ func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx con
 	if err != nil {
 		return nil, err
 	}
-	w := &sqsWrapper{runner: runner, action: action, source: key, handler: handler, cfg: cfg}
-	return w.handle, nil
+	w := &sqsWrapper{runner: runner, action: action, source: key, handler: handler, cfg: cfg, wrapper: "sqs"}
+	w.fingerprint = w.payloadFingerprint()
+	return w, nil
 }
 
 type sqsWrapper struct {
-	runner  *idem.Runner
-	action  string
-	source  KeySource
-	handler func(context.Context, events.SQSMessage) ([]byte, error)
-	cfg     config
+	runner      *idem.Runner
+	action      string
+	source      KeySource
+	handler     func(context.Context, events.SQSMessage) ([]byte, error)
+	cfg         config
+	wrapper     string               // the logs' wrapper name: sqs, or sns
+	fingerprint idem.FingerprintFunc // see payloadFingerprint
 }
 
 // IsFIFO reports whether a batch comes from a FIFO queue: an event source
@@ -260,19 +210,19 @@ func IsFIFO(ev events.SQSEvent) bool {
 
 func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	keys := make([]string, len(ev.Records))
-	keyErrs := make([]error, len(ev.Records))
+	ctx = idem.ContextWithFingerprint(ctx, w.fingerprint)
+	recs := make([]sqsRecord, len(ev.Records))
 	items := make([]batchItem, len(ev.Records))
 	for i, m := range ev.Records {
-		keys[i], keyErrs[i] = SQSKey(w.source, w.action, m)
-		items[i] = batchItem{key: keys[i], lane: m.Attributes["MessageGroupId"]}
+		recs[i] = w.prepare(m)
+		items[i] = batchItem{key: recs[i].key, lane: m.Attributes["MessageGroupId"]}
 	}
 	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: IsFIFO(ev), now: w.cfg.now}
 	states := runBatch(ctx, items, pol, func(ctx context.Context, i int) bool {
-		return w.one(ctx, ev.Records[i], keys[i], keyErrs[i])
+		return w.one(ctx, recs[i])
 	}, func(i int, reason error) {
 		m := ev.Records[i]
-		w.log(ctx, slog.LevelWarn, m, keys[i], "not_processed", idem.Outcome{}, true, reason,
+		w.log(ctx, slog.LevelWarn, m, recs[i].key, "not_processed", idem.Outcome{}, true, reason,
 			slog.String("message_group_id", m.Attributes["MessageGroupId"]))
 	})
 	for i, st := range states {
@@ -285,30 +235,17 @@ func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 // one processes a message and reports whether it goes into the batch item
 // failures.
-func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, key string, keyErr error) (report bool) {
-	if keyErr != nil {
-		w.log(ctx, slog.LevelWarn, msg, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, keyErr,
+func (w *sqsWrapper) one(ctx context.Context, rec sqsRecord) (report bool) {
+	if rec.keyErr != nil {
+		w.log(ctx, slog.LevelWarn, rec.msg, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, rec.keyErr,
 			slog.String("key_source", w.source.name))
 		return w.cfg.toDLQ
 	}
-	out, err, report := runRecord(ctx, w.runner, key, sqsPayload(msg.Body), w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
-		return w.handler(ctx, msg)
+	out, err, report := runRecord(ctx, w.runner, rec.key, rec.payload, w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
+		return w.handler(ctx, rec.msg)
 	})
-	w.log(ctx, levelOf(err), msg, key, out.Verdict.String(), out, report, err)
+	w.log(ctx, levelOf(err), rec.msg, rec.key, out.Verdict.String(), out, report, err)
 	return report
-}
-
-// sqsPayload is the fingerprinted payload of a message: its body if that is
-// JSON, else the body as a JSON string. A JSON body nested deeper than
-// core.MaxDepth is passed as it is, for the runner to refuse as an invalid
-// payload (acknowledged, or to the DLQ with WithPermanentFailuresToDLQ).
-func sqsPayload(body string) []byte {
-	_, err := core.Canonicalize([]byte(body))
-	if err == nil || errors.Is(err, core.ErrTooDeep) {
-		return []byte(body)
-	}
-	b, _ := json.Marshal(body) // a string always marshals
-	return b
 }
 
 func (w *sqsWrapper) log(ctx context.Context, level slog.Level, msg events.SQSMessage, key, decision string, out idem.Outcome, reported bool, err error, extra ...slog.Attr) {
@@ -317,7 +254,7 @@ func (w *sqsWrapper) log(ctx context.Context, level slog.Level, msg events.SQSMe
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String("wrapper", "sqs"),
+		slog.String("wrapper", w.wrapper),
 		slog.String("action", w.action),
 		slog.String("message_id", msg.MessageId),
 		slog.String("verdict", decision),

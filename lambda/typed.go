@@ -25,7 +25,8 @@ var ErrResultOmitted = errors.New("idemlambda: stored result was omitted (too la
 // core.DeriveKey. A keyFn error is returned wrapped with ErrMissingKey and
 // core.ErrInvalidKey.
 //
-// The payload fingerprint is the JSON of the event; handler's Out is stored
+// The payload fingerprint is the JSON of the event (the part
+// WithFingerprintSelection covers, if given); handler's Out is stored
 // as JSON and decoded on a replay. Errors are the runner's, passed through
 // as they are (*core.InProgressError, *core.FailureError,
 // core.ErrKeyReused, idem.ErrTransientFailure, ...), so that the invoker's
@@ -47,14 +48,18 @@ func Typed[In, Out any](runner *idem.Runner, keyFn func(In) (string, error), han
 		return nil, err
 	}
 	w := &typedWrapper[In, Out]{runner: runner, keyFn: keyFn, handler: handler, cfg: cfg}
+	if cfg.selectionSet {
+		w.fingerprint = cfg.selection.Fingerprint
+	}
 	return w.call, nil
 }
 
 type typedWrapper[In, Out any] struct {
-	runner  *idem.Runner
-	keyFn   func(In) (string, error)
-	handler func(context.Context, In) (Out, error)
-	cfg     config
+	runner      *idem.Runner
+	keyFn       func(In) (string, error)
+	handler     func(context.Context, In) (Out, error)
+	cfg         config
+	fingerprint idem.FingerprintFunc // WithFingerprintSelection's; nil: the runner's
 }
 
 func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
@@ -72,7 +77,11 @@ func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
 		return zero, err
 	}
 	var fresh *Out
-	out, err := w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+	doCtx := ctx
+	if w.fingerprint != nil {
+		doCtx = idem.ContextWithFingerprint(ctx, w.fingerprint)
+	}
+	out, err := w.runner.Do(doCtx, key, payload, func(ctx context.Context) ([]byte, error) {
 		o, herr := w.handler(withStoredKey(ctx, key), in)
 		if herr != nil {
 			return nil, awsclassify.Mark(herr)
