@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	mrand "math/rand/v2"
 	"time"
 
@@ -93,6 +92,9 @@ func New(store Store, opts ...Option) (*Runner, error) {
 	if err := c.checkRenewal(store); err != nil {
 		return nil, err
 	}
+	if c.logger == nil {
+		c.logger = DefaultLogger()
+	}
 	r := &Runner{store: store, cfg: c}
 	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
 	if pc, ok := store.(ErrorClassifier); ok {
@@ -144,6 +146,10 @@ func HashKey(key string) string {
 // before it starts, in-process retries included, so WithMaxAttempts bounds
 // the executions of a key even when holders crash.
 //
+// Each call is logged once, at its verdict's level (Verdict.Level), and
+// observed once (WithObserver), with what ctx's annotation adds
+// (WithAnnotation).
+//
 // Errors, checked with errors.Is or errors.As: core.ErrInvalidKey,
 // core.ErrInvalidPayload, core.ErrKeyReused, *core.InProgressError (core.ErrInProgress),
 // *core.FailureError (core.ErrPermanentFailure, new or replayed), core.ErrRetriesExhausted,
@@ -151,6 +157,7 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
+	ctx, annotate := takeAnnotation(ctx)
 	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
 	var out Outcome
 	var err error
@@ -162,10 +169,7 @@ func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler)
 	if err != nil {
 		out.Verdict = VerdictOf(err)
 	}
-	r.log(ctx, key, out, err)
-	if r.cfg.observer != nil {
-		r.cfg.observer.Observe(ctx, c.observation(out, err))
-	}
+	r.end(ctx, annotate, key, out, err, callStats{duration: r.cfg.now().Sub(c.start), storeCalls: c.storeCalls, storeTime: c.storeTime})
 	return out, err
 }
 
@@ -461,45 +465,4 @@ func (c *call) complete(rec core.Record) (core.Record, error) {
 		}
 		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, c.w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
-}
-
-// log writes one record per call: the key's hash (never the key), the
-// verdict and what explains it. Verdicts that need attention are warnings.
-func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
-	if r.cfg.logger == nil {
-		return
-	}
-	level := slog.LevelInfo
-	a := []slog.Attr{slog.String("key_hash", HashKey(key)), slog.String("verdict", out.Verdict.String()), slog.Int("attempt", out.Attempts)}
-	if out.TookOver {
-		a = append(a, slog.Bool("lease_taken_over", true))
-	}
-	if out.Cached {
-		a = append(a, slog.Bool("cached", true))
-	}
-	if out.Waited {
-		a = append(a, slog.Bool("waited", true))
-	}
-	var ip *core.InProgressError
-	if errors.As(err, &ip) {
-		a = append(a, slog.Time("retry_at", ip.RetryAt))
-	}
-	if err != nil {
-		a = append(a, slog.String("error", err.Error()))
-	}
-	switch out.Verdict {
-	case OutcomeNotRecorded, StoreFailed, FailedPermanently, RetriesExhausted, KeyReused:
-		level = slog.LevelWarn
-	}
-	r.cfg.logger.LogAttrs(ctx, level, "idem", a...)
-}
-
-// logRetry records an in-process retry, which a call's own record does not
-// show.
-func (r *Runner) logRetry(ctx context.Context, rec core.Record, herr error, delay time.Duration) {
-	if r.cfg.logger == nil {
-		return
-	}
-	r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "idem retry", slog.String("key_hash", HashKey(rec.Key)),
-		slog.Int("attempt", rec.Attempts), slog.Duration("backoff", delay), slog.String("error", herr.Error()))
 }
