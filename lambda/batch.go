@@ -260,6 +260,16 @@ func (a acknowledged) reports(v idem.Verdict) bool {
 	return !slices.Contains(succeeded, v) && !a[v]
 }
 
+// reportPanic, deferred by a wrapper that lets its handler's panic through
+// to the Lambda runtime (the HTTP wrappers, Typed), reports the panic as the
+// call's verdict (idem.Panicked) and panics again with the same value.
+func reportPanic(ctx context.Context, runner *idem.Runner, key string) {
+	if p := recover(); p != nil {
+		runner.Report(ctx, key, idem.Outcome{Verdict: idem.Panicked}, fmt.Errorf("idemlambda: panic: %v", p))
+		panic(p)
+	}
+}
+
 // keyVerdict is the verdict of a record whose key could not be derived:
 // MissingKey when its source found nothing (ErrMissingKey), else InvalidKey.
 func keyVerdict(err error) idem.Verdict {

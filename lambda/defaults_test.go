@@ -482,3 +482,71 @@ func TestTypedReplayVerdictsReachTheObserver(t *testing.T) {
 		t.Errorf("a result that does not decode: observed %v, want [executed replay_corrupt]", got)
 	}
 }
+
+// An HTTP wrapper's call is one record, through the runner's logger, naming
+// the request and the status answered; a replay it cannot answer is
+// replay_omitted, in the record and the observation alike.
+func TestHTTPRecordsAndReplayVerdicts(t *testing.T) {
+	var obs observed
+	var buf syncBuffer
+	e := newEnv(t)
+	r, err := idem.New(&faultStore{Store: e.store, omit: true}, idem.WithClock(e.clock.Now),
+		idem.WithObserver(&obs), idem.WithLogger(newJSONLogger(&buf)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle, err := idemlambda.HTTPAPI(r, (&orderAPI{}).handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := e.ctx(t, 10*time.Second)
+	_, _ = handle(ctx, v2Req("POST", "/orders", "k-1", "{}"))
+	_, _ = handle(ctx, v2Req("POST", "/orders", "k-1", "{}"))
+	_, _ = handle(ctx, v2Req("POST", "/orders", "", "{}"))
+	want := []string{"executed", "replay_omitted", "missing_key"}
+	if got := verdicts(obs.take()); !slices.Equal(got, want) {
+		t.Errorf("observed %v, want %v", got, want)
+	}
+	recs := jsonLines(t, buf.String())
+	var got []string
+	for _, rec := range recs {
+		got = append(got, fmt.Sprint(rec["verdict"], " ", rec["status"], " ", rec["method"], " ", rec["path"]))
+	}
+	if want := []string{"executed 201 POST /orders", "replay_omitted 500 POST /orders", "missing_key 400 POST /orders"}; !slices.Equal(got, want) {
+		t.Errorf("records %v, want %v", got, want)
+	}
+}
+
+// A panic that an HTTP or Typed wrapper lets through to the Lambda runtime
+// is reported first: one panicked record and observation.
+func TestPanicsThroughTheRuntimeAreReported(t *testing.T) {
+	var obs observed
+	e := newEnv(t, idem.WithObserver(&obs))
+	api, err := idemlambda.HTTPAPI(e.runner, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		panic("handler bug")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := idemlambda.Typed(e.runner, func(s string) (string, error) { return "verbatim-key-" + s, nil },
+		func(context.Context, string) (string, error) { panic("handler bug") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func(){
+		"http":  func() { _, _ = api(e.ctx(t, time.Minute), v2Req("POST", "/orders", "k-p", "{}")) },
+		"typed": func() { _, _ = typed(e.ctx(t, time.Minute), "p") },
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != "handler bug" {
+					t.Errorf("%s: panic %v, want the handler's, passed on", name, p)
+				}
+			}()
+			call()
+		}()
+		if got := verdicts(obs.take()); !slices.Equal(got, []string{"panicked"}) {
+			t.Errorf("%s: observed %v, want [panicked]", name, got)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	if early != nil {
 		return *early, nil
 	}
+	defer reportPanic(idem.WithAnnotation(ctx, w.annotation(req, 0)), w.runner, key)
 	var fresh *Resp  // the response of this call's own execution, if any
 	var failed error // the handler's error, answered with a problem
 	var answered Resp
@@ -266,13 +267,16 @@ func (w *httpWrapper[Req, Resp]) annotation(req httpRequest, status int) func(id
 }
 
 // attrs name the request (its method, path and the kinds of caller identity
-// that scope its key, never their values) and the status answered.
+// that scope its key, never their values) and the status answered (0: none,
+// not logged).
 func (w *httpWrapper[Req, Resp]) attrs(req httpRequest, status int) []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("wrapper", "http"),
 		slog.String("method", req.method),
 		slog.String("path", req.path),
-		slog.Int("status", status),
+	}
+	if status != 0 {
+		attrs = append(attrs, slog.Int("status", status))
 	}
 	if len(req.identity) > 0 {
 		labels := make([]string, 0, len(req.identity))

@@ -73,6 +73,7 @@ func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
 		w.runner.Report(ctx, key, idem.Outcome{Verdict: idem.InvalidPayload}, err)
 		return zero, err
 	}
+	defer reportPanic(ctx, w.runner, key)
 	var fresh *Out
 	_, err = w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
 		o, herr := w.handler(withStoredKey(ctx, key), in)
