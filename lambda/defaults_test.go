@@ -239,60 +239,46 @@ func TestStreamDefaultsCheckpointWhatDidNotSucceed(t *testing.T) {
 		{"missing key", "nokey", "missing_key"},
 	} {
 		t.Run("kinesis/"+tc.name, func(t *testing.T) {
-			var obs observed
-			e := newEnv(t, idem.WithObserver(&obs))
-			h := &streamHandler{clock: e.clock}
-			handler, err := idemlambda.Kinesis(e.runner, "book", idemlambda.KinesisKeyFromDataField("event_id"), h.kinesis)
-			if err != nil {
-				t.Fatal(err)
-			}
 			recs := []events.KinesisEventRecord{k(1, "a", "ok"), k(2, "b", tc.do), k(3, "c", "ok")}
 			if tc.do == "nokey" {
 				recs[1] = kinRec(0, 2, `{"eventId":"b"}`)
 			}
-			for delivery := 1; delivery <= 2; delivery++ {
-				resp, _ := handler(e.ctx(t, time500s), events.KinesisEvent{Records: recs})
-				var got []string
-				for _, f := range resp.BatchItemFailures {
-					got = append(got, f.ItemIdentifier)
-				}
-				if !slices.Equal(got, cp(2)) {
-					t.Errorf("delivery %d: checkpoints = %v, want %v: the shard acknowledged %s", delivery, got, cp(2), tc.want)
-				}
-				if vs := verdicts(obs.take()); !slices.Contains(vs, tc.want) && !slices.Contains(vs, "replayed_failure") {
-					t.Errorf("delivery %d: observed %v, want %s among them", delivery, vs, tc.want)
-				}
-			}
-			if n := h.runs.get("c"); n != 0 {
-				t.Errorf("the record after the checkpoint ran %d times, want 0", n)
-			}
+			checkpointTwice(t, recs, kinesisBuild(idemlambda.KinesisKeyFromDataField("event_id")), tc.want)
 		})
 		t.Run("dynamodb/"+tc.name, func(t *testing.T) {
-			var obs observed
-			e := newEnv(t, idem.WithObserver(&obs))
-			h := &streamHandler{clock: e.clock}
-			handler, err := idemlambda.DynamoDBStream(e.runner, "audit", idemlambda.DynamoDBKeyFromNewImage("id"), h.dynamodb)
-			if err != nil {
-				t.Fatal(err)
-			}
 			recs := []events.DynamoDBEventRecord{d(1, "a", "ok"), d(2, "b", tc.do), d(3, "c", "ok")}
 			if tc.do == "nokey" {
 				recs[1] = ddbRec(2, "REMOVE", "b", "ok") // no NewImage
 			}
-			for delivery := 1; delivery <= 2; delivery++ {
-				resp, _ := handler(e.ctx(t, time500s), events.DynamoDBEvent{Records: recs})
-				var got []string
-				for _, f := range resp.BatchItemFailures {
-					got = append(got, f.ItemIdentifier)
-				}
-				if !slices.Equal(got, cp(2)) {
-					t.Errorf("delivery %d: checkpoints = %v, want %v: the shard acknowledged %s", delivery, got, cp(2), tc.want)
-				}
-				if vs := verdicts(obs.take()); !slices.Contains(vs, tc.want) && !slices.Contains(vs, "replayed_failure") {
-					t.Errorf("delivery %d: observed %v, want %s among them", delivery, vs, tc.want)
-				}
-			}
+			checkpointTwice(t, recs, dynamoDBBuild(idemlambda.DynamoDBKeyFromNewImage("id")), tc.want)
 		})
+	}
+}
+
+// checkpointTwice delivers recs twice through the stream wrapper build
+// makes, with no option, and checks that the second record, whose verdict
+// is want (then replayed_failure, for a failure), is the checkpoint both
+// times and that the record after it never runs.
+func checkpointTwice[R any](t *testing.T, recs []R, build func(e *env, h *streamHandler, opts []idemlambda.BatchOption) (func(context.Context, []R) ([]string, error), error), want string) {
+	t.Helper()
+	var obs observed
+	e := newEnv(t, idem.WithObserver(&obs))
+	h := &streamHandler{clock: e.clock}
+	handle, err := build(e, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for delivery := 1; delivery <= 2; delivery++ {
+		got, _ := handle(e.ctx(t, time500s), recs)
+		if !slices.Equal(got, cp(2)) {
+			t.Errorf("delivery %d: checkpoints = %v, want %v: the shard acknowledged %s", delivery, got, cp(2), want)
+		}
+		if vs := verdicts(obs.take()); !slices.Contains(vs, want) && !slices.Contains(vs, "replayed_failure") {
+			t.Errorf("delivery %d: observed %v, want %s among them", delivery, vs, want)
+		}
+	}
+	if n := h.runs.get("c"); n != 0 {
+		t.Errorf("the record after the checkpoint ran %d times, want 0", n)
 	}
 }
 

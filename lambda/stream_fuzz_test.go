@@ -41,14 +41,7 @@ func decodeEvent(raw string, v any) (ok bool) {
 func checkStreamAnswer(t *testing.T, n int, reported []string, log string, lane func(rec map[string]any) string) {
 	t.Helper()
 	var lines []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
-		if l == "" {
-			continue
-		}
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
-			t.Fatalf("log line %q: %v", l, err)
-		}
+	for _, rec := range jsonLines(t, log) {
 		if rec["verdict"] != nil { // not an in-process retry's record
 			lines = append(lines, rec)
 		}
