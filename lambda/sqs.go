@@ -199,7 +199,7 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // invocation's deadline, a panic, and in a FIFO queue the messages of a
 // message group after the group's first reported message, unstarted, so
 // that order is kept. SQS redelivers each after its visibility timeout; a
-// replayed failure costs one store read and no handler run; after the
+// replayed failure costs one store call and no handler run; after the
 // queue's maxReceiveCount receives, its redrive policy moves the message to
 // the dead-letter queue. WithAcknowledged acknowledges the verdicts it names
 // instead.
