@@ -77,17 +77,25 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// observation is what a call reports to the observer.
-func observation(key string, out Outcome, err error, st callStats) Observation {
+// observation is what a call reports to the observer and its span.
+func (c *call) observation(out Outcome, err error) Observation {
 	o := Observation{
-		Verdict: out.Verdict, Attempts: out.Attempts,
+		Verdict: out.Verdict, KeyHash: keyHash(c.key), Attempts: out.Attempts,
 		TookOver: out.TookOver, Cached: out.Cached, Waited: out.Waited, LeaseLost: errors.Is(err, ErrLeaseLost),
-		Duration: st.duration, StoreCalls: st.storeCalls, StoreTime: st.storeTime, Err: err,
+		StoreCalls: c.storeCalls, StoreTime: c.storeTime, Err: err,
 	}
-	if key != "" {
-		o.KeyHash = HashKey(key)
+	if !c.reported {
+		o.Duration = c.r.cfg.now().Sub(c.start)
 	}
 	return o
+}
+
+// keyHash is HashKey of key, or "" when there is no key.
+func keyHash(key string) string {
+	if key == "" {
+		return ""
+	}
+	return HashKey(key)
 }
 
 // EnvDisabled is the environment variable that, set to a true value

@@ -10,8 +10,8 @@ import (
 )
 
 // The end of a call: every call of Do, and every verdict a wrapper reaches
-// without Do (Report), ends in end, which logs it once and observes it
-// once.
+// without Do (Report), ends in call.end, which logs it once, observes it
+// once and ends its span.
 
 // Annotation is what the caller of a call (a wrapper) adds to its end: what
 // names the event in the call's log record (a message id, a sequence
@@ -56,39 +56,44 @@ func takeAnnotation(ctx context.Context) (context.Context, annotator) {
 // Report logs and observes a verdict that a caller reached without Do: a
 // wrapper's on an event it did not pass to Do (MissingKey, InvalidPayload,
 // NotStarted, Blocked) or whose handler panicked (Panicked). It is the end
-// of Do's own calls, so the record and the observation have the same shape
-// and carry ctx's annotation (WithAnnotation). key is the call's key, ""
-// when there is none; out.Verdict is the verdict (VerdictUnknown: VerdictOf
-// of err); err what explains it. The observation has no duration and no
-// store call. Safe for concurrent use.
+// of Do's own calls, so the record, the observation and the span (Tracer)
+// have the same shape and carry ctx's annotation (WithAnnotation). key is
+// the call's key, "" when there is none; out.Verdict is the verdict
+// (VerdictUnknown: VerdictOf of err); err what explains it. The observation
+// has no duration and no store call. Safe for concurrent use.
 func (r *Runner) Report(ctx context.Context, key string, out Outcome, err error) {
 	ctx, annotate := takeAnnotation(ctx)
 	if out.Verdict == VerdictUnknown {
 		out.Verdict = VerdictOf(err)
 	}
-	r.end(ctx, annotate, key, out, err, callStats{})
+	c := r.newCall(ctx, key)
+	c.annotate, c.reported = annotate, true
+	c.end(out, err)
 }
 
-// callStats are what a call cost, for its observation.
-type callStats struct {
-	duration, storeTime time.Duration
-	storeCalls          int
-}
-
-// end logs and observes the end of one call, after its annotation, if any,
-// has named its event and possibly replaced its verdict.
-func (r *Runner) end(ctx context.Context, annotate annotator, key string, out Outcome, err error, st callStats) {
+// end is the end of every call, Do's and Report's, the one place where its
+// verdict is reported: it applies the caller's annotation (which may name
+// another verdict), logs the call, observes it (Observer) and ends its span
+// (Tracer).
+func (c *call) end(out Outcome, err error) {
 	var attrs []slog.Attr
-	if annotate != nil {
-		a := annotate(out, err)
+	if c.annotate != nil {
+		a := c.annotate(out, err)
 		attrs = a.Attrs
 		if a.Verdict != VerdictUnknown {
 			out.Verdict, err = a.Verdict, a.Err
 		}
 	}
-	r.log(ctx, key, out, err, attrs)
-	if r.cfg.observer != nil {
-		r.cfg.observer.Observe(ctx, observation(key, out, err, st))
+	c.r.log(c.ctx, c.key, out, err, attrs)
+	if c.r.cfg.observer == nil && c.endSpan == nil {
+		return
+	}
+	o := c.observation(out, err)
+	if c.r.cfg.observer != nil {
+		c.r.cfg.observer.Observe(c.ctx, o)
+	}
+	if c.endSpan != nil {
+		c.endSpan(o)
 	}
 }
 
@@ -97,6 +102,9 @@ func (r *Runner) end(ctx context.Context, annotate annotator, key string, out Ou
 // what explains the verdict.
 func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, extra []slog.Attr) {
 	level := out.Verdict.Level()
+	if errors.Is(err, ErrMisconfigured) {
+		level = slog.LevelError // no call succeeds until someone fixes it
+	}
 	if !r.cfg.logger.Enabled(ctx, level) {
 		return
 	}

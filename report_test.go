@@ -64,7 +64,7 @@ func TestReport(t *testing.T) {
 	for i, want := range []struct {
 		verdict, level string
 		keyHash        string
-	}{{"missing_key", "WARN", ""}, {"store_failed", "ERROR", idem.HashKey("evt:r1:notify")}, {"panicked", "ERROR", idem.HashKey("evt:r2:notify")}} {
+	}{{"missing_key", "WARN", ""}, {"store_failed", "WARN", idem.HashKey("evt:r1:notify")}, {"panicked", "ERROR", idem.HashKey("evt:r2:notify")}} {
 		r, o := recs[i], obs.obs[i]
 		if r["verdict"] != want.verdict || r["level"] != want.level || r["message_id"] != "m-1" || r["seen"] != want.verdict || r["error"] == nil {
 			t.Errorf("record %d = %v, want verdict %s at %s with the annotation and the error", i, r, want.verdict, want.level)

@@ -139,19 +139,22 @@ func (v Verdict) Ran() bool {
 
 // Level is the level of the log record of a call with verdict v:
 //   - slog.LevelInfo: the event was handled (Executed, Replayed, Unkeyed);
-//   - slog.LevelError: the handler or idem's own machinery failed, and
-//     someone must look (FailedPermanently, RetriesExhausted, StoreFailed,
-//     OutcomeNotRecorded, Panicked, ReplayCorrupt);
+//   - slog.LevelError: the handler failed for good, or idem could not
+//     record or read back what it did, and someone must look
+//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked,
+//     ReplayCorrupt);
 //   - slog.LevelWarn: every other verdict: the event was not handled now,
-//     and comes back, was a duplicate, or was refused as it was sent.
+//     and comes back (a store failure, StoreFailed, included), was a
+//     duplicate, or was refused as it was sent.
 //
 // So the default logger (DefaultLogger, from WARN up) records every call
-// that was neither executed nor replayed.
+// that was neither executed nor replayed. The runner logs a store error
+// that wraps ErrMisconfigured at ERROR, whatever its verdict.
 func (v Verdict) Level() slog.Level {
 	switch v {
 	case Executed, Replayed, Unkeyed:
 		return slog.LevelInfo
-	case FailedPermanently, RetriesExhausted, StoreFailed, OutcomeNotRecorded, Panicked, ReplayCorrupt:
+	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked, ReplayCorrupt:
 		return slog.LevelError
 	}
 	return slog.LevelWarn
