@@ -3,16 +3,15 @@ package idem_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/internal/logtest"
 )
 
 // observations collects a runner's observations; safe for concurrent use.
@@ -29,19 +28,7 @@ func (o *observations) Observe(_ context.Context, ob idem.Observation) {
 
 // records decodes the JSON lines of buf.
 func records(t *testing.T, buf *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return logtest.JSONLines(t, buf.String())
 }
 
 // TestReport: a verdict a caller reached without Do is logged once, at its

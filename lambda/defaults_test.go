@@ -9,14 +9,12 @@ package idemlambda_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/logtest"
 	idemlambda "github.com/idemgo/idem/lambda"
 	"github.com/idemgo/idem/memstore"
 )
@@ -94,21 +93,7 @@ func inLambda(t *testing.T, level string) {
 }
 
 // jsonLines decodes each line of out as a JSON object.
-func jsonLines(t *testing.T, out string) []map[string]any {
-	t.Helper()
-	var recs []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line is not JSON: %v: %q", err, line)
-		}
-		recs = append(recs, m)
-	}
-	return recs
-}
+func jsonLines(t *testing.T, out string) []map[string]any { return logtest.JSONLines(t, out) }
 
 // recordsOf returns the records of recs whose attribute name is value.
 func recordsOf(recs []map[string]any, name, value string) []map[string]any {
