@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	mrand "math/rand/v2"
 	"time"
 
@@ -94,6 +93,9 @@ func New(store Store, opts ...Option) (*Runner, error) {
 	if err := c.checkRenewal(store); err != nil {
 		return nil, err
 	}
+	if c.logger == nil {
+		c.logger = DefaultLogger()
+	}
 	r := &Runner{store: store, cfg: c}
 	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
 	if pc, ok := store.(ErrorClassifier); ok {
@@ -146,6 +148,10 @@ func HashKey(key string) string {
 // before it starts, in-process retries included, so WithMaxAttempts bounds
 // the executions of a key even when holders crash.
 //
+// Each call is logged once, at its verdict's level (Verdict.Level), and
+// observed once (WithObserver), with what ctx's annotation adds
+// (WithAnnotation).
+//
 // Errors, checked with errors.Is or errors.As: core.ErrInvalidKey,
 // core.ErrInvalidPayload, core.ErrKeyReused, *core.InProgressError (core.ErrInProgress),
 // *core.FailureError (core.ErrPermanentFailure, new or replayed), core.ErrRetriesExhausted,
@@ -153,7 +159,9 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
+	ctx, annotate := takeAnnotation(ctx)
 	c := r.newCall(ctx, key)
+	c.annotate = annotate
 	if c.endSpan != nil {
 		defer c.endPanicked()
 	}
@@ -164,7 +172,11 @@ func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler)
 	} else {
 		out, err = c.do(payload, fn)
 	}
-	return c.end(out, err)
+	if err != nil {
+		out.Verdict = VerdictOf(err)
+	}
+	c.end(out, err)
+	return out, err
 }
 
 // newCall starts a call of key: its clock and, with a tracer, its span.
@@ -172,27 +184,6 @@ func (r *Runner) newCall(ctx context.Context, key string) *call {
 	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
 	c.startCall()
 	return c
-}
-
-// end is the end of every call, the one place where its verdict is
-// reported: it sets the verdict an error implies, logs the call, observes
-// it (Observer) and ends its span (Tracer), and returns out and err.
-func (c *call) end(out Outcome, err error) (Outcome, error) {
-	if err != nil {
-		out.Verdict = VerdictOf(err)
-	}
-	c.r.log(c.ctx, c.key, out, err)
-	if c.r.cfg.observer == nil && c.endSpan == nil {
-		return out, err
-	}
-	o := c.observation(out, err)
-	if c.r.cfg.observer != nil {
-		c.r.cfg.observer.Observe(c.ctx, o)
-	}
-	if c.endSpan != nil {
-		c.endSpan(o)
-	}
-	return out, err
 }
 
 // call is the state of one Do: its key and fingerprint, the time its
@@ -215,6 +206,11 @@ type call struct {
 	staged []any
 	// endSpan ends the call's span (Tracer); nil without a tracer.
 	endSpan func(Observation)
+	// annotate is the caller's annotation (WithAnnotation); nil: none.
+	annotate annotator
+	// reported marks a verdict reported without Do (Report): it has no
+	// duration.
+	reported bool
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -495,48 +491,4 @@ func (c *call) complete(rec core.Record) (core.Record, error) {
 		}
 		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, c.w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
-}
-
-// log writes one record per call: the key's hash (never the key), the
-// verdict and what explains it. Verdicts that need attention are warnings.
-func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
-	if r.cfg.logger == nil {
-		return
-	}
-	level := slog.LevelInfo
-	a := []slog.Attr{slog.String("key_hash", HashKey(key)), slog.String("verdict", out.Verdict.String()), slog.Int("attempt", out.Attempts)}
-	if out.TookOver {
-		a = append(a, slog.Bool("lease_taken_over", true))
-	}
-	if out.Cached {
-		a = append(a, slog.Bool("cached", true))
-	}
-	if out.Waited {
-		a = append(a, slog.Bool("waited", true))
-	}
-	var ip *core.InProgressError
-	if errors.As(err, &ip) {
-		a = append(a, slog.Time("retry_at", ip.RetryAt))
-	}
-	if err != nil {
-		a = append(a, slog.String("error", err.Error()))
-	}
-	switch out.Verdict {
-	case OutcomeNotRecorded, StoreFailed, FailedPermanently, RetriesExhausted, KeyReused:
-		level = slog.LevelWarn
-	}
-	if errors.Is(err, ErrMisconfigured) {
-		level = slog.LevelError // no call succeeds until someone fixes it
-	}
-	r.cfg.logger.LogAttrs(ctx, level, "idem", a...)
-}
-
-// logRetry records an in-process retry, which a call's own record does not
-// show.
-func (r *Runner) logRetry(ctx context.Context, rec core.Record, herr error, delay time.Duration) {
-	if r.cfg.logger == nil {
-		return
-	}
-	r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "idem retry", slog.String("key_hash", HashKey(rec.Key)),
-		slog.Int("attempt", rec.Attempts), slog.Duration("backoff", delay), slog.String("error", herr.Error()))
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 
 	"github.com/idemgo/idem"
@@ -109,11 +108,26 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := newRecorder(w, m.cfg.maxResponse)
 	ran := false
 	var panicked any
+	// The call is logged and observed once, by the runner, with the
+	// request and the status answered; where the handler did not run, the
+	// answer is written then.
+	actx := idem.WithAnnotation(m.cfg.waitContext(ctx), func(out idem.Outcome, err error) idem.Annotation {
+		var a idem.Annotation
+		status := rec.status
+		switch {
+		case panicked != nil:
+			a.Verdict, a.Err = idem.Panicked, err
+		case !ran:
+			status, a.Verdict, a.Err = m.answer(r.Context(), w, out, err)
+		}
+		a.Attrs = m.attrs(r, status)
+		return a
+	})
 	path := r.URL.EscapedPath()
-	doCtx := idem.ContextWithFingerprint(m.cfg.waitContext(ctx), func(body []byte) (string, error) {
+	doCtx := idem.ContextWithFingerprint(actx, func(body []byte) (string, error) {
 		return httprule.Fingerprint(r.Method, path, body, m.sel)
 	})
-	out, err := m.runner.Do(doCtx, key, body, func(ctx context.Context) ([]byte, error) {
+	_, _ = m.runner.Do(doCtx, key, body, func(ctx context.Context) ([]byte, error) {
 		if ran { // not reached: every failure below is marked to retry later
 			return nil, core.MarkRetryLater(errors.New("httpidem: handler already ran in this request"))
 		}
@@ -125,17 +139,8 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return recorded(rec)
 	})
-	switch {
-	case panicked != nil:
-		m.log(ctx, slog.LevelError, r, key, "handler_panic", rec.status, out, err)
+	if panicked != nil {
 		panic(panicked)
-	case ran:
-		// The handler's own answer has gone to the client, whether or not
-		// its outcome could be recorded (a failed record is logged).
-		m.log(ctx, levelOf(err), r, key, out.Verdict.String(), rec.status, out, err)
-	default:
-		status, err := m.answer(r.Context(), w, out, err)
-		m.log(ctx, levelOf(err), r, key, out.Verdict.String(), status, out, err)
 	}
 }
 
@@ -158,38 +163,36 @@ func recorded(rec *recorder) ([]byte, error) {
 	return httprule.Encode(shape, Response{StatusCode: status, Header: rec.header, Body: rec.body.Bytes()})
 }
 
-func levelOf(err error) slog.Level {
-	if err != nil {
-		return slog.LevelWarn
-	}
-	return slog.LevelInfo
-}
-
 // admit takes the stored key and the body of a request. ok is false when
 // admit has answered the request itself (400, 413) or passed it through
-// unkeyed.
+// unkeyed: a safe method (GET, HEAD, OPTIONS, TRACE) without a requirement
+// silently, as none of idem's business; another method without a key and
+// without a requirement, reported as idem.Unkeyed.
 func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, body []byte, ok bool) {
-	keyed := m.cfg.required[r.Method] || !safe[r.Method]
-	read := keyed && httprule.NeedsBody(m.cfg.keyParts)
+	if !m.cfg.required[r.Method] && safe[r.Method] {
+		m.next.ServeHTTP(w, r)
+		return "", nil, false
+	}
+	read := httprule.NeedsBody(m.cfg.keyParts)
 	var err error
 	if read {
 		if body, err = m.readBody(r); err != nil {
-			return "", nil, m.refuse(w, r, bodyAnswer(err), "invalid_body", err)
+			return "", nil, m.refuse(w, r, bodyAnswer(err), "", err)
 		}
 	}
 	rk, err := httprule.FindKey(m.cfg.keyParts, nil, r.Header, body)
 	switch {
-	case !m.cfg.required[r.Method] && (errors.Is(err, httprule.ErrNoKey) || safe[r.Method]):
-		m.log(r.Context(), slog.LevelDebug, r, "", "unkeyed", 0, idem.Outcome{}, nil)
+	case !m.cfg.required[r.Method] && errors.Is(err, httprule.ErrNoKey):
 		if read {
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
+		// The writer is passed as it is (a handler may flush or hijack
+		// it), so the status is not known.
 		m.next.ServeHTTP(w, r)
+		m.runner.Report(idem.WithAnnotation(r.Context(), m.annotation(r, 0)), "", idem.Outcome{Verdict: idem.Unkeyed}, nil)
 		return "", nil, false
-	case errors.Is(err, httprule.ErrNoKey):
-		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "missing_key", err)
 	case err != nil:
-		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "invalid_key", err)
+		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "", err)
 	}
 	var identity []string
 	if m.cfg.identity != nil {
@@ -198,11 +201,11 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, 
 		}
 	}
 	if key, err = rk.Stored(identity); err != nil {
-		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "invalid_key", err)
+		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "", err)
 	}
 	if !read {
 		if body, err = m.readBody(r); err != nil {
-			return "", nil, m.refuse(w, r, bodyAnswer(err), "invalid_body", err)
+			return "", nil, m.refuse(w, r, bodyAnswer(err), key, err)
 		}
 	}
 	return key, body, true
@@ -241,30 +244,33 @@ func (m *middleware) readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// refuse answers a request that could not be keyed, and logs why; false.
-func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, a httprule.Answer, decision string, err error) bool {
+// refuse answers a request that could not be keyed, or whose body is not
+// usable, and reports its verdict (the answer's); false.
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, a httprule.Answer, key string, err error) bool {
 	status := m.write(r.Context(), w, answerResponse(a), a.Verdict, false)
-	m.log(r.Context(), slog.LevelWarn, r, "", decision, status, idem.Outcome{}, err)
+	m.runner.Report(idem.WithAnnotation(r.Context(), m.annotation(r, status)), key, idem.Outcome{Verdict: a.Verdict}, err)
 	return false
 }
 
 // answer writes the answer to a call whose handler did not run in this
-// request: the replay, or a problem. It returns the status and the error
-// to log.
-func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem.Outcome, err error) (int, error) {
+// request: the replay, or a problem. It returns the status, the verdict the
+// answer amounts to when it is not the call's (a replay that cannot be
+// answered: idem.ReplayOmitted, idem.ReplayCorrupt; else
+// idem.VerdictUnknown) and the error to log.
+func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem.Outcome, err error) (int, idem.Verdict, error) {
 	if out.Verdict != idem.Replayed {
 		a := httprule.Refusal(out.Verdict, err, m.cfg.now())
-		return m.write(ctx, w, answerResponse(a), a.Verdict, false), err
+		return m.write(ctx, w, answerResponse(a), a.Verdict, false), idem.VerdictUnknown, err
 	}
 	if out.ResultOmitted {
-		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.Replayed, true), nil
+		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.ReplayOmitted, true), idem.ReplayOmitted, errResponseOmitted
 	}
 	st, err := httprule.Decode(out.Result)
 	var resp Response
 	switch {
 	case err != nil:
 	case st.Omitted:
-		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.Replayed, true), nil
+		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.ReplayOmitted, true), idem.ReplayOmitted, errResponseOmitted
 	case st.Shape != shape:
 		err = fmt.Errorf("%w: a %q response, not one this middleware stored", httprule.ErrStoredFormat, st.Shape)
 	default:
@@ -273,7 +279,10 @@ func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem
 		}
 	}
 	if err != nil {
-		return m.write(ctx, w, answerResponse(httprule.NewAnswer(httprule.Internal, "", idem.Replayed)), idem.Replayed, false), err
+		return m.write(ctx, w, answerResponse(httprule.NewAnswer(httprule.Internal, "", idem.ReplayCorrupt)), idem.ReplayCorrupt, false), idem.ReplayCorrupt, err
 	}
-	return m.write(ctx, w, resp, idem.Replayed, true), nil
+	return m.write(ctx, w, resp, idem.Replayed, true), idem.VerdictUnknown, nil
 }
+
+// errResponseOmitted explains idem.ReplayOmitted in a log record.
+var errResponseOmitted = errors.New("httpidem: the recorded response was not kept (too large, or streamed): answered 500 response-not-replayable")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -37,7 +36,6 @@ type config struct {
 	maxResponse int
 	timeout     time.Duration
 	now         func() time.Time
-	logger      *slog.Logger
 	hook        func(context.Context, *Response, idem.Verdict)
 	wait        time.Duration
 	waitSet     bool
@@ -149,16 +147,6 @@ func WithClock(now func() time.Time) Option {
 			return errors.New("httpidem: nil clock")
 		}
 		c.now = now
-		return nil
-	}
-}
-
-// WithLogger sets the logger of the middleware's decisions, one record per
-// request, with the key hashed (default: none). Give the runner the same
-// logger (idem.WithLogger) to see its own decisions too.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		c.logger = l
 		return nil
 	}
 }

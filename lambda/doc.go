@@ -57,8 +57,18 @@
 // chooses with core.SelectFields or core.IgnoreFields; each payload is
 // canonicalized once.
 //
-// Decisions are logged with log/slog (WithLogger), one record per message,
-// stream record or request, with the key hashed by idem.HashKey.
+// Every message, stream record or request is logged once, through the
+// runner's logger (idem.WithLogger; by default idem.DefaultLogger, which
+// in Lambda writes the records of what did not succeed to standard output
+// as Lambda's logging controls ask), at its verdict's level, with the key
+// hashed by idem.HashKey, and observed once (idem.WithObserver): what the
+// runner decided, and what a wrapper decided without it (a missing key, a
+// record not started, a panic), which it reports with idem.Runner.Report.
+//
+// The batch wrappers report every record that did not succeed, for the
+// queue's redrive policy or the stream's retry limit to take it to the
+// dead-letter queue or failure destination; WithAcknowledged names the
+// verdicts to acknowledge instead.
 //
 // What it does not promise: a handler that crashes after its side effect
 // and before its outcome is recorded runs again once its lease ends. Make

@@ -61,11 +61,11 @@ func redelivered(m events.SQSMessage) events.SQSMessage {
 type step struct {
 	name string
 	msg  events.SQSMessage
-	want []idem.Verdict // none: the runner is not called (no key)
+	want []idem.Verdict // the verdicts observed, the wrapper's own included
 	runs map[string]int
 }
 
-func runSteps(t *testing.T, e *env, v *verdicts, h *orderHandler, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), steps []step) {
+func runSteps(t *testing.T, e *env, v *verdictLog, h *orderHandler, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		if _, err := handle(e.ctx(t, time.Minute), events.SQSEvent{Records: []events.SQSMessage{s.msg}}); err != nil {
@@ -94,7 +94,7 @@ var (
 // second publish of the event (new MessageId, Timestamp, Signature) replay.
 func TestSQSWithSNSEnvelope(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	h := &orderHandler{}
 	handle, err := idemlambda.SQS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"), h.handle,
 		idemlambda.WithEnvelope(idemlambda.SNSEnvelope()))
@@ -126,7 +126,7 @@ func TestSQSWithSNSEnvelope(t *testing.T) {
 // A composite key: the same order id under another tenant is another event.
 func TestSQSCompositeKey(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	h := &orderHandler{}
 	handle, err := idemlambda.SQS(e.runner, "ship-order",
 		idemlambda.KeyFromAll(idemlambda.KeyFromAttribute("tenant"), idemlambda.KeyFromBodyField("order_id")), h.handle,
@@ -144,7 +144,7 @@ func TestSQSCompositeKey(t *testing.T) {
 		{"acme's order o-7", sqsMsg("m-1", acme.sqsBody()), executed, map[string]int{"o-7": 1}},
 		{"globex's order o-7", sqsMsg("m-2", globex.sqsBody()), executed, map[string]int{"o-7": 2}},
 		{"acme's order o-7 again", sqsMsg("m-3", acme.sqsBody()), replayed, map[string]int{"o-7": 2}},
-		{"no tenant attribute: no key", sqsMsg("m-4", noTenant.sqsBody()), nil, map[string]int{"o-7": 2}},
+		{"no tenant attribute: no key", sqsMsg("m-4", noTenant.sqsBody()), []idem.Verdict{idem.MissingKey}, map[string]int{"o-7": 2}},
 	})
 }
 
@@ -153,7 +153,7 @@ func TestSQSCompositeKey(t *testing.T) {
 // detail under another detail-type is another payload.
 func TestSQSWithEventBridgeEnvelope(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	h := &orderHandler{}
 	handle, err := idemlambda.SQS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"), h.handle,
 		idemlambda.WithEnvelope(idemlambda.EventBridgeEnvelope()))
@@ -180,7 +180,7 @@ func TestSQSWithEventBridgeEnvelope(t *testing.T) {
 	}
 
 	// Keyed by the detail-type too, each kind of event is its own operation.
-	e2, v2 := observed(t)
+	e2, v2 := observedEnv(t)
 	h2 := &orderHandler{}
 	byType, err := idemlambda.SQS(e2.runner, "ship-order",
 		idemlambda.KeyFromAll(idemlambda.KeyFromAttribute("detail-type"), idemlambda.KeyFromBodyField("order_id")), h2.handle,
@@ -199,7 +199,7 @@ func TestSQSWithEventBridgeEnvelope(t *testing.T) {
 // has no raw message delivery: two envelopes, outermost first.
 func TestSQSWithTwoEnvelopes(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	h := &orderHandler{}
 	handle, err := idemlambda.SQS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"), h.handle,
 		idemlambda.WithEnvelope(idemlambda.SNSEnvelope(), idemlambda.EventBridgeEnvelope()),
@@ -225,11 +225,11 @@ func TestSQSWithTwoEnvelopes(t *testing.T) {
 // and the log says why.
 func TestSQSNotEnveloped(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
-	h := &orderHandler{}
 	var logs bytes.Buffer
+	e, v := observedEnv(t, idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	h := &orderHandler{}
 	handle, err := idemlambda.SQS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"), h.handle,
-		idemlambda.WithEnvelope(idemlambda.SNSEnvelope()), idemlambda.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		idemlambda.WithEnvelope(idemlambda.SNSEnvelope()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,11 +243,11 @@ func TestSQSNotEnveloped(t *testing.T) {
 		if _, err := handle(e.ctx(t, time.Minute), events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m-1", body)}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := v.take(); len(got) != 0 || h.runs.get("o-1") != 0 {
-			t.Errorf("body %d: verdicts %v, runs %d; want no run", i, got, h.runs.get("o-1"))
+		if got := v.take(); !slices.Equal(got, []idem.Verdict{idem.MissingKey}) || h.runs.get("o-1") != 0 {
+			t.Errorf("body %d: verdicts %v, runs %d; want [missing_key] and no run", i, got, h.runs.get("o-1"))
 		}
-		if !strings.Contains(logs.String(), `"verdict":"invalid_key"`) || !strings.Contains(logs.String(), "is not an SNS notification") {
-			t.Errorf("body %d: log %s; want invalid_key saying the body is not an SNS notification", i, logs.String())
+		if !strings.Contains(logs.String(), `"verdict":"missing_key"`) || !strings.Contains(logs.String(), "is not an SNS notification") {
+			t.Errorf("body %d: log %s; want missing_key saying the body is not an SNS notification", i, logs.String())
 		}
 	}
 	if _, err := idemlambda.SNSEnvelope().Unwrap(sqsMsg("m-1", "plain")); !errors.Is(err, idemlambda.ErrNotEnveloped) || !errors.Is(err, idemlambda.ErrMissingKey) {
@@ -276,7 +276,7 @@ func TestSQSFingerprintSelection(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e, v := observed(t, tc.run...)
+			e, v := observedEnv(t, tc.run...)
 			h := &orderHandler{}
 			handle, err := idemlambda.SQS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"), h.handle, tc.opts...)
 			if err != nil {

@@ -100,7 +100,7 @@ func TestKeyFromFunc(t *testing.T) {
 // attributes of the new image.
 func TestStreamKeyFuncAndComposite(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	h := &streamHandler{clock: e.clock}
 	tenant := idemlambda.KeyFromFunc("tenant prefix of the partition key", func(r events.KinesisEventRecord) (string, error) {
 		t, _, ok := strings.Cut(r.Kinesis.PartitionKey, "/")

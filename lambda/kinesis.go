@@ -114,12 +114,13 @@ func kinesisPayload(data []byte) []byte {
 // [ReportBatchItemFailures]): Lambda redelivers from it, so no record after
 // it is lost and none before it runs again; a record redelivered anyway (a
 // whole-batch retry, a bisected batch) replays its stored outcome. A record
-// must be retried for the reasons an SQS message is reported (see SQS: a
-// transient failure, a key in progress elsewhere, no time left before the
-// deadline, a panic, and a permanent failure only with
-// WithPermanentFailuresToDLQ, which leaves it to the mapping's
-// MaximumRetryAttempts and on-failure destination). A permanent failure is
-// otherwise acknowledged and logged, and its shard goes on. A checkpoint
+// is the checkpoint when it did not succeed, for the reasons an SQS message
+// is reported (see SQS): a transient failure, a key in progress elsewhere,
+// no time left before the deadline, a panic, and a permanent failure (new or
+// replayed, retries exhausted, a key reused, a key or payload that cannot be
+// used), which it leaves to the mapping's MaximumRetryAttempts and
+// on-failure destination; WithAcknowledged names the verdicts to
+// acknowledge instead, and the shard goes on past them. A checkpoint
 // record without a sequence number is reported with an empty identifier,
 // which Lambda takes as a failure of the whole batch.
 //

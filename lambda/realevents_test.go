@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -100,31 +99,24 @@ func ebEvent(id, time, detailType, detail string) string {
 		`"resources":["arn:aws:dynamodb:eu-west-1:123456789012:table/orders"],"detail":` + detail + `}`
 }
 
-// verdicts records the runner's verdicts, in order; safe for concurrent
+// verdictLog records the runner's verdicts, in order; safe for concurrent
 // use.
-type verdicts struct {
-	mu  sync.Mutex
-	got []idem.Verdict
-}
+type verdictLog struct{ rec observed }
 
-func (v *verdicts) Observe(_ context.Context, o idem.Observation) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.got = append(v.got, o.Verdict)
-}
+func (v *verdictLog) Observe(ctx context.Context, o idem.Observation) { v.rec.Observe(ctx, o) }
 
 // take returns the verdicts recorded since the last take.
-func (v *verdicts) take() []idem.Verdict {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	got := v.got
-	v.got = nil
+func (v *verdictLog) take() []idem.Verdict {
+	var got []idem.Verdict
+	for _, o := range v.rec.take() {
+		got = append(got, o.Verdict)
+	}
 	return got
 }
 
-// observed returns an env whose runner reports its verdicts to the
+// observedEnv returns an env whose runner reports its verdicts to the
 // returned recorder.
-func observed(t testing.TB, opts ...idem.Option) (*env, *verdicts) {
-	v := &verdicts{}
+func observedEnv(t testing.TB, opts ...idem.Option) (*env, *verdictLog) {
+	v := &verdictLog{}
 	return newEnv(t, append([]idem.Option{idem.WithObserver(v)}, opts...)...), v
 }

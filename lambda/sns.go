@@ -49,8 +49,8 @@ type snsEventKey struct{}
 // MaximumRetryAttempts) and then send it to its on-failure destination or
 // dead-letter queue. So the returned function returns a *NotDoneError for
 // an event with a message that SQS would report for redelivery (see SQS:
-// a transient failure, a key in progress elsewhere, no time left, and
-// permanent failures with WithPermanentFailuresToDLQ), and nil otherwise;
+// every verdict but a success, unless WithAcknowledged names it), and nil
+// otherwise;
 // a retry replays the messages that succeeded (one store read each). The
 // batch options apply as to SQS; SNS sends one message per event.
 func SNS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, rec events.SNSEventRecord) ([]byte, error), opts ...BatchOption) (func(context.Context, events.SNSEvent) error, error) {

@@ -21,7 +21,7 @@ import (
 // that Lambda retries the event and then uses its on-failure destination.
 func TestSNS(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	var runs counter
 	var got []events.SNSEventRecord
 	handle, err := idemlambda.SNS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"),
@@ -115,7 +115,7 @@ func TestSNSMessage(t *testing.T) {
 // handler's record carries the detail in SNS.Message.
 func TestSNSWithEventBridgeEnvelope(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	var msgs []string
 	handle, err := idemlambda.SNS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"),
 		func(ctx context.Context, rec events.SNSEventRecord) ([]byte, error) {

@@ -128,34 +128,43 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // only its selected fields), and handler's result is stored.
 //
 // It reports in batchItemFailures, for SQS to redeliver (the event source
-// mapping must have FunctionResponseTypes: [ReportBatchItemFailures]):
-//   - transient failures (idem.ErrTransientFailure) and store errors;
-//   - duplicates still in progress elsewhere (*core.InProgressError);
-//   - messages not started because less than the safety margin
-//     (WithSafetyMargin) was left before the invocation's deadline;
-//   - in a FIFO queue, the messages of a message group after the group's
-//     first reported message, unstarted, so that order is kept;
-//   - permanent failures, only with WithPermanentFailuresToDLQ.
+// mapping must have FunctionResponseTypes: [ReportBatchItemFailures]), every
+// message that did not succeed: a new or replayed permanent failure, retries
+// exhausted, a key reused with another body, a key the source cannot find
+// (idem.MissingKey) or derive, an invalid body, a transient failure, a store
+// error, a duplicate still in progress elsewhere, a message not started
+// because less than the safety margin (WithSafetyMargin) was left before the
+// invocation's deadline, a panic, and in a FIFO queue the messages of a
+// message group after the group's first reported message, unstarted, so
+// that order is kept. SQS redelivers each after its visibility timeout; a
+// replayed failure costs one store call and no handler run; after the
+// queue's maxReceiveCount receives, its redrive policy moves the message to
+// the dead-letter queue. WithAcknowledged acknowledges the verdicts it names
+// instead.
 //
-// It acknowledges (leaves out of the failures): successes, replays of
-// stored successes, and, without WithPermanentFailuresToDLQ, permanent
-// failures, new or replayed (a permanent handler error, a key reused with
-// another body, retries exhausted, a message whose key cannot be derived),
-// which are logged. A message whose handler succeeded but whose outcome
-// could not be recorded is acknowledged too: redelivering it would run the
-// handler again.
+// It acknowledges (leaves out of the failures) successes, replays of stored
+// successes, and a message whose handler succeeded but whose outcome could
+// not be recorded (idem.OutcomeNotRecorded): redelivering it would run the
+// handler again once its lease ends.
+//
+// Every message is logged once through the runner's logger, at its
+// verdict's level (idem.Verdict.Level), with its message id, receive count
+// and whether it was reported, and observed once (idem.WithObserver),
+// whether it reached the runner or not (idem.Runner.Report).
 //
 // Messages of a standard queue run concurrently, at most WithConcurrency at
 // once; in a FIFO queue (an eventSourceARN ending in .fifo, or messages with
 // a MessageGroupId attribute) each message group runs in order, and groups
 // run concurrently within the same bound. Messages of one batch that share a
-// key run one after another, so that a duplicate within a batch replays the
-// first one's outcome instead of being refused as in progress.
+// key run one after another in batch order, across groups too: the first
+// one executes, and a later one replays its outcome (the same body) or is
+// refused as a reused key (another body), instead of being refused as in
+// progress.
 //
 // The returned function never returns an error: a batch-wide error would
 // make SQS redeliver every message. A panic in handler is recovered and
-// reported as that message's failure; its key stays in progress until its
-// lease ends.
+// reported as that message's failure (idem.Panicked); its key stays in
+// progress until its lease ends.
 func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts ...BatchOption) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	w, err := newSQSWrapper(runner, action, key, handler, opts)
 	if err != nil {
@@ -220,10 +229,8 @@ func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: IsFIFO(ev), now: w.cfg.now}
 	states := runBatch(ctx, items, pol, func(ctx context.Context, i int) bool {
 		return w.one(ctx, recs[i])
-	}, func(i int, reason error) {
-		m := ev.Records[i]
-		w.log(ctx, slog.LevelWarn, m, recs[i].key, "not_processed", idem.Outcome{}, true, reason,
-			slog.String("message_group_id", m.Attributes["MessageGroupId"]))
+	}, func(i int, v idem.Verdict, reason error) {
+		w.runner.Report(w.annotate(ctx, ev.Records[i]), recs[i].key, idem.Outcome{Verdict: v}, reason)
 	})
 	for i, st := range states {
 		if st != itemDone {
@@ -236,33 +243,33 @@ func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 // one processes a message and reports whether it goes into the batch item
 // failures.
 func (w *sqsWrapper) one(ctx context.Context, rec sqsRecord) (report bool) {
+	ctx = w.annotate(ctx, rec.msg)
 	if rec.keyErr != nil {
-		w.log(ctx, slog.LevelWarn, rec.msg, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, rec.keyErr,
-			slog.String("key_source", w.source.name))
-		return w.cfg.toDLQ
+		v := keyVerdict(rec.keyErr)
+		w.runner.Report(ctx, "", idem.Outcome{Verdict: v}, fmt.Errorf("%w (key source: %s)", rec.keyErr, w.source.name))
+		return w.cfg.ack.reports(v)
 	}
-	out, err, report := runRecord(ctx, w.runner, rec.key, rec.payload, w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
+	out := runRecord(ctx, w.runner, rec.key, rec.payload, func(ctx context.Context) ([]byte, error) {
 		return w.handler(ctx, rec.msg)
 	})
-	w.log(ctx, levelOf(err), rec.msg, rec.key, out.Verdict.String(), out, report, err)
-	return report
+	return w.cfg.ack.reports(out.Verdict)
 }
 
-func (w *sqsWrapper) log(ctx context.Context, level slog.Level, msg events.SQSMessage, key, decision string, out idem.Outcome, reported bool, err error, extra ...slog.Attr) {
-	l := w.cfg.logger
-	if l == nil || !l.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("wrapper", w.wrapper),
-		slog.String("action", w.action),
-		slog.String("message_id", msg.MessageId),
-		slog.String("verdict", decision),
-		slog.Bool("reported", reported),
-	}
-	if rc := msg.Attributes["ApproximateReceiveCount"]; rc != "" {
-		attrs = append(attrs, slog.String("receive_count", rc))
-	}
-	attrs = outcomeAttrs(attrs, key, out, err)
-	l.LogAttrs(ctx, level, "idemlambda", append(attrs, extra...)...)
+// annotate names msg in the log record of its call, and says whether its
+// verdict was reported.
+func (w *sqsWrapper) annotate(ctx context.Context, msg events.SQSMessage) context.Context {
+	return idem.WithAnnotation(ctx, func(out idem.Outcome, _ error) idem.Annotation {
+		attrs := []slog.Attr{
+			slog.String("wrapper", w.wrapper),
+			slog.String("action", w.action),
+			slog.String("message_id", msg.MessageId),
+		}
+		if rc := msg.Attributes["ApproximateReceiveCount"]; rc != "" {
+			attrs = append(attrs, slog.String("receive_count", rc))
+		}
+		if g := msg.Attributes["MessageGroupId"]; g != "" {
+			attrs = append(attrs, slog.String("message_group_id", g))
+		}
+		return idem.Annotation{Attrs: append(attrs, slog.Bool("reported", w.cfg.ack.reports(out.Verdict)))}
+	})
 }

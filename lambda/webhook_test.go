@@ -45,7 +45,7 @@ const githubIssueOpened = `{"action":"opened","issue":{"url":"https://api.github
 // missing-key-source.
 func TestHTTPAPIGitHubWebhook(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	var runs counter
 	handle, err := idemlambda.HTTPAPI(e.runner, func(ctx context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusAccepted, Body: fmt.Sprintf(`{"ticket":%d}`, runs.inc(r.Headers["x-github-event"]))}, nil
@@ -63,8 +63,8 @@ func TestHTTPAPIGitHubWebhook(t *testing.T) {
 		{githubDelivery("1f6e0a70-c9a1-11ef-9a8b-3d2c1b0a9f8e", "issues", githubIssueOpened), httpStep{"delivery", 202, `{"ticket":1}`, false, "", executed}},
 		{githubDelivery("1f6e0a70-c9a1-11ef-9a8b-3d2c1b0a9f8e", "issues", githubIssueOpened), httpStep{"redelivery", 202, `{"ticket":1}`, true, "", replayed}},
 		{githubDelivery("5c4b3a29-c9a2-11ef-8c7d-6e5f4a3b2c1d", "issues", githubIssueOpened), httpStep{"another delivery of the same payload", 202, `{"ticket":2}`, false, "", executed}},
-		{noHeader, httpStep{"no delivery header", 400, "", false, idemlambda.ProblemMissingKeySource, nil}},
-		{twice, httpStep{"a repeated header, comma-joined", 400, "", false, idemlambda.ProblemInvalidKeySource, nil}},
+		{noHeader, httpStep{"no delivery header", 400, "", false, idemlambda.ProblemMissingKeySource, []idem.Verdict{idem.MissingKey}}},
+		{twice, httpStep{"a repeated header, comma-joined", 400, "", false, idemlambda.ProblemInvalidKeySource, []idem.Verdict{idem.InvalidKey}}},
 	}
 	for i, s := range steps {
 		resp, err := handle(e.ctx(t, 10*time.Second), s.req)
@@ -92,7 +92,7 @@ type httpStep struct {
 }
 
 // check compares the answer of step i with s.
-func (s httpStep) check(t *testing.T, i int, v *verdicts, status int, body string, replayed bool) {
+func (s httpStep) check(t *testing.T, i int, v *verdictLog, status int, body string, replayed bool) {
 	t.Helper()
 	if got := v.take(); !equalVerdicts(got, s.verdicts) {
 		t.Errorf("step %d (%s): verdicts %v want %v", i, s.name, got, s.verdicts)
@@ -162,7 +162,7 @@ func stripeDelivery(attempt int, body string) events.LambdaFunctionURLRequest {
 // ignores), another event runs, a body without an id is 400.
 func TestFunctionURLStripeWebhook(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	var runs counter
 	handle, err := idemlambda.FunctionURL(e.runner, func(ctx context.Context, r events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		var ev struct {
@@ -190,9 +190,9 @@ func TestFunctionURLStripeWebhook(t *testing.T) {
 		{stripeDelivery(3, stripeEvent("evt_3PxK2mLp4RtZ1a0B1cD2eF3g", "pi_3PxK2mLp4RtZ1a0B", 2500, 1)), httpStep{"retry, pending_webhooks changed", 200, `{"received":true,"fulfilment":1}`, true, "", replayed}},
 		{stripeDelivery(4, stripeEvent("evt_3PxK9zYx8WvU7t6S5r4Q3p2o", "pi_3PxK9zYx8WvU7t6S", 900, 1)), httpStep{"another event", 200, `{"received":true,"fulfilment":1}`, false, "", executed}},
 		{stripeDelivery(5, stripeEvent("evt_3PxK2mLp4RtZ1a0B1cD2eF3g", "pi_3PxK2mLp4RtZ1a0B", 9999, 1)), httpStep{"the id reused with another amount", 422, "", false, idemlambda.ProblemKeyReused, reused}},
-		{stripeDelivery(6, `{"object":"event","type":"ping"}`), httpStep{"a body without an id", 400, "", false, idemlambda.ProblemMissingKeySource, nil}},
-		{stripeDelivery(7, `id=evt_1`), httpStep{"a body that is not JSON", 400, "", false, idemlambda.ProblemMissingKeySource, nil}},
-		{stripeDelivery(8, `{"id":{"evt":1}}`), httpStep{"an id that is an object", 400, "", false, idemlambda.ProblemInvalidKeySource, nil}},
+		{stripeDelivery(6, `{"object":"event","type":"ping"}`), httpStep{"a body without an id", 400, "", false, idemlambda.ProblemMissingKeySource, []idem.Verdict{idem.MissingKey}}},
+		{stripeDelivery(7, `id=evt_1`), httpStep{"a body that is not JSON", 400, "", false, idemlambda.ProblemMissingKeySource, []idem.Verdict{idem.MissingKey}}},
+		{stripeDelivery(8, `{"id":{"evt":1}}`), httpStep{"an id that is an object", 400, "", false, idemlambda.ProblemInvalidKeySource, []idem.Verdict{idem.InvalidKey}}},
 	}
 	for i, s := range steps {
 		resp, err := handle(e.ctx(t, 10*time.Second), s.req)
@@ -207,7 +207,7 @@ func TestFunctionURLStripeWebhook(t *testing.T) {
 // webhook), on a REST API: the same webhook id from another shop runs.
 func TestRESTAPICompositeKeyHeaders(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	handle, err := idemlambda.RESTAPI(e.runner, func(ctx context.Context, r events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{StatusCode: 200}, nil
 	}, idemlambda.WithKeyHeader("X-Shopify-Shop-Domain"), idemlambda.WithKeyHeader("X-Shopify-Webhook-Id"))
@@ -272,7 +272,7 @@ func TestWithKeyHeaderIdempotencyKeyIsTheDefault(t *testing.T) {
 // run unkeyed.
 func TestALBKeyHeaderOptional(t *testing.T) {
 	t.Parallel()
-	e, v := observed(t)
+	e, v := observedEnv(t)
 	var runs counter
 	handle, err := idemlambda.ALB(e.runner, func(ctx context.Context, r events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		return events.ALBTargetGroupResponse{StatusCode: 200, Body: fmt.Sprint(runs.inc("all"))}, nil
@@ -287,7 +287,7 @@ func TestALBKeyHeaderOptional(t *testing.T) {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
-	if got := v.take(); !equalVerdicts(got, []idem.Verdict{idem.Executed, idem.Replayed}) || runs.get("all") != 3 {
+	if got := v.take(); !equalVerdicts(got, []idem.Verdict{idem.Executed, idem.Replayed, idem.Unkeyed, idem.Unkeyed}) || runs.get("all") != 3 {
 		t.Errorf("verdicts %v, runs %d; want the keyed request once and the unkeyed ones each", got, runs.get("all"))
 	}
 }

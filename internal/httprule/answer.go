@@ -143,7 +143,7 @@ func Refusal(v idem.Verdict, err error, now time.Time) Answer {
 // kept (too large for the store, or not recorded by the middleware): 500
 // response-not-replayable, marked as replayed.
 func Omitted() Answer {
-	a := NewAnswer(ResponseOmitted, "", idem.Replayed)
+	a := NewAnswer(ResponseOmitted, "", idem.ReplayOmitted)
 	a.Header[HeaderReplayed] = "true"
 	return a
 }

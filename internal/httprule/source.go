@@ -210,7 +210,7 @@ func KeyAnswer(parts []KeyPart, err error) Answer {
 	missing := errors.Is(err, ErrNoKey)
 	switch {
 	case isDefault(parts) && missing:
-		return NewAnswer(MissingKey, "", idem.InvalidKey)
+		return NewAnswer(MissingKey, "", idem.MissingKey)
 	case isDefault(parts):
 		return NewAnswer(InvalidKey, err.Error(), idem.InvalidKey)
 	case missing:
@@ -218,7 +218,7 @@ func KeyAnswer(parts []KeyPart, err error) Answer {
 		for i, p := range parts {
 			names[i] = p.String()
 		}
-		return NewAnswer(MissingKeySource, fmt.Sprintf("This endpoint takes its idempotency key from %s, which this request lacks (%v).", strings.Join(names, " and "), err), idem.InvalidKey)
+		return NewAnswer(MissingKeySource, fmt.Sprintf("This endpoint takes its idempotency key from %s, which this request lacks (%v).", strings.Join(names, " and "), err), idem.MissingKey)
 	}
 	return NewAnswer(InvalidKeySource, err.Error(), idem.InvalidKey)
 }
