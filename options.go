@@ -52,6 +52,7 @@ type config struct {
 	retryReserve    time.Duration
 	backoff         core.BackoffFunc
 	observer        Observer
+	tracer          Tracer
 	disabled        bool
 	classifiers     []core.Classifier
 	now             func() time.Time
@@ -60,8 +61,10 @@ type config struct {
 	token           func() string
 	logger          *slog.Logger
 	cacheSize       int
+	cacheTTL        time.Duration
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
+	selection       core.Selection
 }
 
 // WithRetention sets how long records are kept (positive).
@@ -219,8 +222,12 @@ func WithTokens(next func() string) Option {
 	}
 }
 
-// WithLogger sets the logger of decisions (default: none). Keys are logged
-// hashed.
+// WithLogger sets the logger of the runner's records, and of the wrappers
+// built on the runner (the Lambda wrappers, the net/http middleware), which
+// log through it: one record per call or event, at its verdict's level
+// (Verdict.Level), the key hashed (HashKey), never the key or the payload.
+// nil, or no WithLogger, is DefaultLogger(); to log nothing, give a logger
+// over slog.DiscardHandler.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		c.logger = l

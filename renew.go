@@ -208,7 +208,9 @@ func (rn *renewal) extend() bool {
 			until = minTime(until, rn.cap)
 		}
 		ctx, cancel := context.WithTimeout(rn.ctx, limit.Sub(now))
+		ctx, end := rn.c.r.traceStore(ctx, OpRenewLease)
 		rec, err := rn.store.RenewLease(ctx, rn.rec, until, now)
+		end(err)
 		cancel()
 		rn.calls, rn.spent = rn.calls+1, rn.spent+cfg.now().Sub(now)
 		switch {
@@ -275,9 +277,6 @@ func (rn *renewal) lose(cause error) {
 // logLost records, as a warning, that a try's lease was lost while its
 // handler ran: its context was cancelled.
 func (r *Runner) logLost(ctx context.Context, rec core.Record, cause error) {
-	if r.cfg.logger == nil {
-		return
-	}
 	r.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "idem lease lost", slog.String("key_hash", HashKey(rec.Key)),
 		slog.Int("attempt", rec.Attempts), slog.String("error", cause.Error()))
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	mrand "math/rand/v2"
 	"time"
 
@@ -81,6 +80,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		sleep:           sleepCtx,
 		rand:            mrand.Float64,
 		token:           randomToken,
+		cacheTTL:        DefaultCacheTTL,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -93,6 +93,9 @@ func New(store Store, opts ...Option) (*Runner, error) {
 	if err := c.checkRenewal(store); err != nil {
 		return nil, err
 	}
+	if c.logger == nil {
+		c.logger = DefaultLogger()
+	}
 	r := &Runner{store: store, cfg: c}
 	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
 	if pc, ok := store.(ErrorClassifier); ok {
@@ -100,8 +103,9 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		r.handlerChain = append(platform, c.classifiers...)
 		r.storeChain = append(platform, core.DefaultClassifiers...)
 	}
+	r.cfg.tracer = c.tracerOrObserver()
 	if c.cacheSize > 0 {
-		r.cache = newResultCache(c.cacheSize)
+		r.cache = newResultCache(c.cacheSize, c.cacheTTL)
 	}
 	return r, nil
 }
@@ -144,6 +148,10 @@ func HashKey(key string) string {
 // before it starts, in-process retries included, so WithMaxAttempts bounds
 // the executions of a key even when holders crash.
 //
+// Each call is logged once, at its verdict's level (Verdict.Level), and
+// observed once (WithObserver), with what ctx's annotation adds
+// (WithAnnotation).
+//
 // Errors, checked with errors.Is or errors.As: core.ErrInvalidKey,
 // core.ErrInvalidPayload, core.ErrKeyReused, *core.InProgressError (core.ErrInProgress),
 // *core.FailureError (core.ErrPermanentFailure, new or replayed), core.ErrRetriesExhausted,
@@ -151,22 +159,31 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
-	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
+	ctx, annotate := takeAnnotation(ctx)
+	c := r.newCall(ctx, key)
+	c.annotate = annotate
+	if c.endSpan != nil {
+		defer c.endPanicked()
+	}
 	var out Outcome
 	var err error
 	if r.cfg.disabled {
-		out, err = r.unprotected(context.WithValue(ctx, unprotectedKey{}, key), fn)
+		out, err = r.unprotected(context.WithValue(c.ctx, unprotectedKey{}, key), fn)
 	} else {
 		out, err = c.do(payload, fn)
 	}
 	if err != nil {
 		out.Verdict = VerdictOf(err)
 	}
-	r.log(ctx, key, out, err)
-	if r.cfg.observer != nil {
-		r.cfg.observer.Observe(ctx, c.observation(out, err))
-	}
+	c.end(out, err)
 	return out, err
+}
+
+// newCall starts a call of key: its clock and, with a tracer, its span.
+func (r *Runner) newCall(ctx context.Context, key string) *call {
+	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
+	c.startCall()
+	return c
 }
 
 // call is the state of one Do: its key and fingerprint, the time its
@@ -187,6 +204,13 @@ type call struct {
 	// staged holds the writes the last try staged (Stage), committed with
 	// its success.
 	staged []any
+	// endSpan ends the call's span (Tracer); nil without a tracer.
+	endSpan func(Observation)
+	// annotate is the caller's annotation (WithAnnotation); nil: none.
+	annotate annotator
+	// reported marks a verdict reported without Do (Report): it has no
+	// duration.
+	reported bool
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -196,7 +220,7 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 	if err := core.ValidateKey(c.key); err != nil {
 		return Outcome{}, err
 	}
-	fp, err := core.Fingerprint(payload)
+	fp, err := c.fingerprint(payload)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -240,7 +264,9 @@ func (r *Runner) window(ctx context.Context, now time.Time) window {
 // storeReserve and storeComplete are the call's store writes, timed.
 func (c *call) storeReserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
 	t := c.r.cfg.now()
+	ctx, end := c.r.traceStore(ctx, OpReserve)
 	err := c.r.store.Reserve(ctx, rec, prev, now)
+	end(err)
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return err
 }
@@ -250,9 +276,13 @@ func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record,
 	var stored core.Record
 	var err error
 	if sc, ok := c.r.store.(StagedCompleter); ok && rec.Status == core.StatusSucceeded && len(c.staged) > 0 {
+		ctx, end := c.r.traceStore(ctx, OpCompleteStaged)
 		stored, err = sc.CompleteStaged(ctx, rec, c.staged)
+		end(err)
 	} else {
+		ctx, end := c.r.traceStore(ctx, OpComplete)
 		stored, err = c.r.store.Complete(ctx, rec)
+		end(err)
 	}
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return stored, err
@@ -282,7 +312,7 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 			existing, d, now = c.await(existing, d, now)
 		}
 		if d.Action != core.Execute {
-			return c.r.answer(existing, d)
+			return c.r.answer(existing, d, now)
 		}
 		if round >= 2 {
 			// The record changed under us twice: someone else is racing
@@ -293,15 +323,15 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 	}
 }
 
-// answer maps a decision other than Execute on the stored record to the
-// call's outcome.
-func (r *Runner) answer(existing core.Record, d core.Decision) (Outcome, error) {
+// answer maps a decision other than Execute on the stored record, read at
+// now, to the call's outcome.
+func (r *Runner) answer(existing core.Record, d core.Decision, now time.Time) (Outcome, error) {
 	switch d.Action {
 	case core.Replay:
 		out := Outcome{Verdict: Replayed, Replayed: true, Attempts: existing.Attempts, ResultOmitted: existing.ResultOmitted}
 		if existing.Status == core.StatusSucceeded {
 			out.Result = existing.Result
-			r.cache.add(existing)
+			r.cache.add(existing, now)
 		}
 		return out, d.Err
 	case core.InProgress:
@@ -419,7 +449,7 @@ func (c *call) succeed(rec core.Record, result []byte, now time.Time) (Outcome, 
 		out.Result = result
 		return out, err
 	}
-	c.r.cache.add(stored)
+	c.r.cache.add(stored, now)
 	out := c.outcome(rec, &stored)
 	out.Verdict, out.Result = Executed, result
 	return out, nil
@@ -468,45 +498,4 @@ func (c *call) complete(rec core.Record) (core.Record, error) {
 		}
 		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, c.w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
-}
-
-// log writes one record per call: the key's hash (never the key), the
-// verdict and what explains it. Verdicts that need attention are warnings.
-func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
-	if r.cfg.logger == nil {
-		return
-	}
-	level := slog.LevelInfo
-	a := []slog.Attr{slog.String("key_hash", HashKey(key)), slog.String("verdict", out.Verdict.String()), slog.Int("attempt", out.Attempts)}
-	if out.TookOver {
-		a = append(a, slog.Bool("lease_taken_over", true))
-	}
-	if out.Cached {
-		a = append(a, slog.Bool("cached", true))
-	}
-	if out.Waited {
-		a = append(a, slog.Bool("waited", true))
-	}
-	var ip *core.InProgressError
-	if errors.As(err, &ip) {
-		a = append(a, slog.Time("retry_at", ip.RetryAt))
-	}
-	if err != nil {
-		a = append(a, slog.String("error", err.Error()))
-	}
-	switch out.Verdict {
-	case OutcomeNotRecorded, StoreFailed, FailedPermanently, RetriesExhausted, KeyReused:
-		level = slog.LevelWarn
-	}
-	r.cfg.logger.LogAttrs(ctx, level, "idem", a...)
-}
-
-// logRetry records an in-process retry, which a call's own record does not
-// show.
-func (r *Runner) logRetry(ctx context.Context, rec core.Record, herr error, delay time.Duration) {
-	if r.cfg.logger == nil {
-		return
-	}
-	r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "idem retry", slog.String("key_hash", HashKey(rec.Key)),
-		slog.Int("attempt", rec.Attempts), slog.Duration("backoff", delay), slog.String("error", herr.Error()))
 }

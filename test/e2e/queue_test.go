@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/examples/orders"
 	"github.com/idemgo/idem/internal/devserver"
@@ -214,9 +216,14 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	if n := s.ledgerByEvent(); !maps.Equal(n, map[string]int{"evt_ok": 1}) {
 		t.Errorf("ledger = %v, want evt_ok only", n)
 	}
-	if log := fn.Log(); strings.Count(log, `"verdict":"failed_permanently","reported":true`) != 1 ||
-		strings.Count(log, `"verdict":"replayed_failure","reported":true`) != 1 {
-		t.Errorf("log lacks one failure and one replay of it:\n%s", log)
+	var got []string
+	for _, rec := range logRecords(fn.Log()) {
+		if rec["message_id"] == poison {
+			got = append(got, fmt.Sprint(rec["verdict"], " reported=", rec["reported"]))
+		}
+	}
+	if want := []string{"failed_permanently reported=true", "replayed_failure reported=true"}; !slices.Equal(got, want) {
+		t.Errorf("log records of the poison message = %v, want %v:\n%s", got, want, fn.Log())
 	}
 
 	key, err := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: body})
@@ -247,5 +254,76 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	}
 	if n, m := s.held(s.q.URL), s.held(s.q.DLQURL); n+m != 0 {
 		t.Errorf("queues still hold %d and %d messages", n, m)
+	}
+}
+
+// The three ways a message fails that a new user meets first, each with the example consumer as
+// it is (no option): an ordinary error, an outage that uses up the retries on the second delivery,
+// a key the key source cannot find (a body with "eventId" where the consumer reads "event_id", as
+// a misspelt KeyFromBodyField would). Each is reported on every delivery until the queue's redrive
+// policy moves it to the dead-letter queue, with one log record and one metric per delivery; the
+// handler never runs for a replayed failure.
+func TestQueueFailuresEndInTheDLQ(t *testing.T) {
+	t.Parallel()
+	s := newQueued(t)
+	fn, p := s.consumer(true)
+
+	bodies := map[string]string{
+		"error":  event("evt_error", `,"fail":"error"`),
+		"outage": event("evt_outage", `,"fail":"transient"`),
+		"typo":   `{"type":"OrderPlaced","eventId":"evt_typo","order_id":"ord_typo","customer_id":"c-1","amount_cents":2500}`,
+	}
+	want := map[string][]string{ // verdicts per delivery
+		"error":  {"failed_permanently", "replayed_failure"},
+		"outage": {"failed_transiently", "retries_exhausted"},
+		"typo":   {"missing_key", "missing_key"},
+	}
+	ids := map[string]string{} // message id → case
+	for name, body := range bodies {
+		ids[s.send(body)] = name
+	}
+	s.pollUntil(p, 12, func(esm.Batch) bool { return s.held(s.q.DLQURL) == len(bodies) })
+	if n := s.held(s.q.URL); n != 0 {
+		t.Errorf("the queue still holds %d messages", n)
+	}
+	if n := s.ledgerByEvent(); len(n) != 0 {
+		t.Errorf("ledger = %v, want nothing", n)
+	}
+
+	log := fn.Log()
+	perCase := map[string][]map[string]any{}
+	for _, rec := range logRecords(log) {
+		if name, ok := ids[fmt.Sprint(rec["message_id"])]; ok {
+			perCase[name] = append(perCase[name], rec)
+		}
+	}
+	metrics := map[string]int{} // EMF documents per verdict
+	for _, doc := range emfDocuments(log) {
+		metrics[fmt.Sprint(doc["Verdict"])]++
+	}
+	for name, verdicts := range want {
+		recs := perCase[name]
+		if len(recs) != len(verdicts) {
+			t.Errorf("%s: %d log records, want one per delivery (%d): %v", name, len(recs), len(verdicts), recs)
+			continue
+		}
+		for i, rec := range recs {
+			if rec["verdict"] != verdicts[i] || rec["reported"] != true || rec["receive_count"] != fmt.Sprint(i+1) ||
+				(rec["level"] != "WARN" && rec["level"] != "ERROR") {
+				t.Errorf("%s, delivery %d: record %v, want %s at WARN or ERROR, reported, receive_count %d", name, i+1, rec, verdicts[i], i+1)
+			}
+		}
+		key, err := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: bodies[name]})
+		if name != "typo" && (err != nil || recs[0]["key_hash"] != idem.HashKey(key)) {
+			t.Errorf("%s: key_hash %v, want %s", name, recs[0]["key_hash"], idem.HashKey(key))
+		}
+	}
+	wantMetrics := map[string]int{"failed_permanently": 1, "replayed_failure": 1, "failed_transiently": 1, "retries_exhausted": 1, "missing_key": 2}
+	if !maps.Equal(metrics, wantMetrics) {
+		t.Errorf("EMF documents per verdict = %v, want %v", metrics, wantMetrics)
+	}
+	key, _ := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: bodies["outage"]})
+	if rec, err := s.store.Get(t.Context(), key, time.Now()); err != nil || rec.Attempts != idem.DefaultMaxAttempts {
+		t.Errorf("the outage's record = %v, %v; want its %d attempts used up", rec, err, idem.DefaultMaxAttempts)
 	}
 }
