@@ -211,14 +211,16 @@ func motoBucket(t *testing.T) *s3blob.Store {
 }
 
 // TestStagedLargeResult: a success with staged writes whose result does
-// not fit the item (600 KiB that do not compress) keeps the result in S3,
+// not fit the item (incompressible, over an item limit lowered to
+// smallItem so that the path is a 400 KB limit's at a fraction of moto's
+// cost) keeps the result in S3,
 // commits the staged write with the record, and a duplicate replays the
 // exact bytes, as a success without staged writes does.
 func TestStagedLargeResult(t *testing.T) {
 	transactions(t)
-	f := newFixture(t, ddbstore.WithLargeResults(motoBucket(t)))
+	f := newFixture(t, ddbstore.WithLargeResults(motoBucket(t)), ddbstore.WithMaxItemSize(smallItem))
 	clock := fakeclock.New(time.Now().Truncate(time.Second))
-	big := randomBytes(600 << 10)
+	big := randomBytes(4 * large)
 	runs := 0
 	handler := func(ctx context.Context) ([]byte, error) {
 		runs++
@@ -313,12 +315,13 @@ func docTable(t *testing.T, page, header string) map[string]string {
 // crashed holder that completed a step, takes the key over with the
 // one-write Acquire, resumes after the step (its downstream key), runs
 // through lease renewals, records a step after its first lease's end, stages
-// a business write named by a downstream key and returns a 600 KiB result. A call of another runner
+// a business write named by a downstream key and returns a result too large
+// for the item (over an item limit lowered to smallItem). A call of another runner
 // that waits meanwhile replays the result from S3 byte for byte; the
 // runner's cache answers a duplicate.
 func TestCapabilitiesTogetherOnDynamoDB(t *testing.T) {
 	transactions(t)
-	f := newFixture(t, ddbstore.WithLargeResults(motoBucket(t)))
+	f := newFixture(t, ddbstore.WithLargeResults(motoBucket(t)), ddbstore.WithMaxItemSize(smallItem))
 	ctx := context.Background()
 	clock := fakeclock.New(time.Now().Truncate(time.Second))
 	key, payload := "evt:together:1", []byte(`{"order":7}`)
@@ -339,7 +342,7 @@ func TestCapabilitiesTogetherOnDynamoDB(t *testing.T) {
 			idem.WithLeaseRenewal(10 * time.Second), idem.WithWait(time.Minute)}, opts...)...)
 	}
 	r, other := waiting(idem.WithCache(8)), waiting()
-	big := randomBytes(600 << 10)
+	big := randomBytes(4 * large)
 	setWaiters, stop := clock.Drive(time.Second, 1) // the waiting call
 	defer stop()
 	var otherOut idem.Outcome
@@ -376,7 +379,7 @@ func TestCapabilitiesTogetherOnDynamoDB(t *testing.T) {
 	}
 	<-otherDone
 	if otherErr != nil || otherOut.Verdict != idem.Replayed || !otherOut.Waited || !bytes.Equal(otherOut.Result, big) {
-		t.Fatalf("the other runner's waiting call = %s (waited %v) %d bytes equal %v, %v; want the 600 KiB result replayed after waiting",
+		t.Fatalf("the other runner's waiting call = %s (waited %v) %d bytes equal %v, %v; want the large result replayed after waiting",
 			otherOut.Verdict, otherOut.Waited, len(otherOut.Result), bytes.Equal(otherOut.Result, big), otherErr)
 	}
 	again, err := r.Do(ctx, key, payload, func(context.Context) ([]byte, error) { return nil, errors.New("ran again") })
