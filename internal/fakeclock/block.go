@@ -47,9 +47,15 @@ func (c *Clock) Block(ctx context.Context, d time.Duration) error {
 // WaitBlocked waits until at least n goroutines are blocked in Block, or ctx
 // is done (its error).
 func (c *Clock) WaitBlocked(ctx context.Context, n int) error {
+	return c.waitUntil(ctx, func() bool { return len(c.waiters) >= n })
+}
+
+// waitUntil waits until cond, called with c.mu held, holds, or ctx is done
+// (its error).
+func (c *Clock) waitUntil(ctx context.Context, cond func() bool) error {
 	for {
 		c.mu.Lock()
-		if len(c.waiters) >= n {
+		if cond() {
 			c.mu.Unlock()
 			return nil
 		}
@@ -108,7 +114,8 @@ func (c *Clock) Drive(step time.Duration, waiters int) (setWaiters func(n int), 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for c.waitDriven(ctx) == nil {
+		driven := func() bool { return len(c.waiters) >= c.driven }
+		for ctx.Err() == nil && c.waitUntil(ctx, driven) == nil {
 			c.Advance(step)
 		}
 	}()
@@ -119,26 +126,4 @@ func (c *Clock) Drive(step time.Duration, waiters int) (setWaiters func(n int), 
 		c.notifyLocked()
 	}
 	return setWaiters, func() { cancel(); <-done }
-}
-
-// waitDriven waits until at least c.driven goroutines are blocked in
-// Block, or ctx is done (its error).
-func (c *Clock) waitDriven(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.waiters) < c.driven {
-		if c.changed == nil {
-			c.changed = make(chan struct{})
-		}
-		ch := c.changed
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			c.mu.Lock()
-			return ctx.Err()
-		}
-		c.mu.Lock()
-	}
-	return ctx.Err()
 }
