@@ -23,11 +23,7 @@ func runnerCapabilitiesTogether(e *env) {
 		e.t.Fatal(err)
 	}
 	dk := []byte(core.DownstreamKey(k, "charge")) // what the crashed holder charged with
-	crashed := core.Reserve(k, fpOrder, "tok-crashed", nil, e.at(0), e.at(15), retention)
-	if err := e.s.Reserve(context.Background(), crashed, nil, e.at(0)); err != nil {
-		e.t.Fatal(err)
-	}
-	e.mustRecordStep(k, "tok-crashed", core.Step{Name: "charge", Result: dk}, 1)
+	e.crashedWithStep(k, fpOrder, core.Step{Name: "charge", Result: dk})
 
 	clock := fakeclock.New(e.t0.Add(2 * time.Second))
 	r, err := idem.New(e.s, idem.WithClock(clock.Now), idem.WithSleep(clock.Block), idem.WithRand(func() float64 { return 0.5 }),
@@ -75,4 +71,15 @@ func runnerCapabilitiesTogether(e *env) {
 	if rec := e.mustGet(k, int(clock.Now().Sub(e.t0)/time.Second)); rec.Status != core.StatusSucceeded || len(rec.Steps) != 0 {
 		e.t.Fatalf("stored %v with steps %q; want succeeded without steps", rec, rec.Steps)
 	}
+}
+
+// crashedWithStep writes the record of a holder of k that reserved it at
+// t0 with a lease until t0+15s, completed step and crashed.
+func (e *env) crashedWithStep(k, fingerprint string, step core.Step) {
+	e.t.Helper()
+	crashed := core.Reserve(k, fingerprint, "tok-crashed", nil, e.at(0), e.at(15), retention)
+	if err := e.s.Reserve(context.Background(), crashed, nil, e.at(0)); err != nil {
+		e.t.Fatal(err)
+	}
+	e.mustRecordStep(k, "tok-crashed", step, 1)
 }
