@@ -47,7 +47,7 @@ func linzTargets(t *testing.T) func(t *testing.T, f *linz.Faults) *linz.Target {
 func TestLinearizable(t *testing.T) {
 	sz := linz.Size{Histories: 1, Clients: 4, Runners: 2, Ops: 100, Keys: 3}
 	if !atomicServer() {
-		sz = linz.Size{Histories: 1, Clients: 3, Runners: 1, Ops: 60, Keys: 2} // one call at a time
+		sz = linz.Size{Histories: 1, Clients: 3, Runners: 1, Ops: 50, Keys: 2} // one call at a time
 	}
 	linz.RunLinearizable(t, sz, linz.DefaultRates, linzTargets(t))
 }
@@ -57,7 +57,7 @@ func TestLinearizable(t *testing.T) {
 func TestModel(t *testing.T) {
 	checks := 25
 	if !atomicServer() {
-		checks = 10 // moto: some 8 ms a call
+		checks = 8 // moto: some 8 ms a call
 	}
 	linz.RunModel(t, linzTargets(t)(t, nil), checks)
 }

@@ -92,7 +92,7 @@ const (
 	processes       = 3
 	processClients  = 2
 	processRunners  = 1
-	processOps      = 80
+	processOps      = 60
 	processKeys     = 3
 	processStartLag = 300 * time.Millisecond
 )
@@ -106,6 +106,7 @@ const (
 // share.
 func TestProcesses(t *testing.T) {
 	t.Run("dynamodb", func(t *testing.T) {
+		t.Parallel()
 		integration(t, "AWS_ENDPOINT_URL_DYNAMODB", "run it under `go run ./internal/cmd/testenv -server dynalite`")
 		if s := os.Getenv("IDEM_DDB_SERVER"); s != "dynalite" && os.Getenv("IDEM_DDB_RACES") != "1" {
 			t.Skipf("IDEM_DDB_SERVER=%q: the processes race on one table, which needs a server that is atomic under concurrency "+
@@ -114,6 +115,7 @@ func TestProcesses(t *testing.T) {
 		runProcesses(t, worker{Store: "dynamodb", Table: newTable(t)})
 	})
 	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
 		integration(t, "IDEM_REDIS_ADDR", "run it under `go run ./internal/cmd/testenv -redis`")
 		runProcesses(t, worker{Store: "redis", Addr: os.Getenv("IDEM_REDIS_ADDR")})
 	})
