@@ -38,7 +38,7 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 	}
 	defer stopServer("moto", moto.PID, moto.Stop)
 	logf("moto pid %d at %s (ALL_OLD call counts)", moto.PID, moto.Endpoint)
-	prx, err := startProxy(ctx, moto.Endpoint)
+	prx, err := startProxy(ctx, moto.Endpoint, false)
 	if err != nil {
 		return nil, err
 	}

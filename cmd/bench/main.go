@@ -61,8 +61,8 @@ type flags struct {
 }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == "-proxy-child" {
-		os.Exit(runProxyChild(os.Args[2]))
+	if len(os.Args) == 4 && os.Args[1] == "-proxy-child" {
+		os.Exit(runProxyChild(os.Args[2], os.Args[3] == "reported"))
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "peers" {
 		os.Exit(runPeers(os.Args[2:]))
@@ -176,7 +176,7 @@ func benchmark(ctx context.Context, f flags) (*report, error) {
 	}
 	defer stopServer("dynalite", dyn.PID, dyn.Stop)
 	logf("dynalite pid %d at %s", dyn.PID, dyn.Endpoint)
-	prx, err := startProxy(ctx, dyn.Endpoint)
+	prx, err := startProxy(ctx, dyn.Endpoint, true)
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,7 @@ type ptRace struct {
 	WinnerMs         []float64        `json:"winner_ms"`
 	OthersP50Ms      []float64        `json:"others_p50_ms"`
 	Calls            map[string]int64 `json:"calls"`
+	Capacity         capDelta         `json:"capacity"`
 }
 
 // peerRace is c_race for one library, over every trial of every run.
@@ -231,7 +232,7 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 		return nil, err
 	}
 	defer stopServer("dynalite", dyn.PID, dyn.Stop)
-	prx, err := startProxy(ctx, dyn.Endpoint)
+	prx, err := startProxy(ctx, dyn.Endpoint, true)
 	if err != nil {
 		return nil, err
 	}
