@@ -20,13 +20,13 @@ type opUnits struct {
 // capFigures are a measurement's capacity units per event (medians over
 // runs where there are several).
 type capFigures struct {
-	WritePerEvent float64             `json:"write_units_per_event"`
-	ReadPerEvent  float64             `json:"read_units_per_event"`
-	ByOp          map[string]opUnits  `json:"units_per_event_by_operation"`
-	FailedPerEv   float64             `json:"failed_conditions_per_event"`
-	Source        string              `json:"units_source"`
-	CallsPerEvent map[string]float64  `json:"charged_calls_per_event"`
-	PerRunWrite   []float64           `json:"write_units_per_event_per_run"`
+	WritePerEvent float64            `json:"write_units_per_event"`
+	ReadPerEvent  float64            `json:"read_units_per_event"`
+	ByOp          map[string]opUnits `json:"units_per_event_by_operation"`
+	FailedPerEv   float64            `json:"failed_conditions_per_event"`
+	Source        string             `json:"units_source"`
+	CallsPerEvent map[string]float64 `json:"charged_calls_per_event"`
+	PerRunWrite   []float64          `json:"write_units_per_event_per_run"`
 }
 
 // capDelta is the capacity the proxy charged between two snapshots.
@@ -117,4 +117,6 @@ func checkCapacity(d capDelta, calls map[string]int64) []string {
 }
 
 // fmtUnits shows units per event with up to three decimals.
-func fmtUnits(x float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", x), "0"), ".") }
+func fmtUnits(x float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", x), "0"), ".")
+}
