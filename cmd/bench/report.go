@@ -120,6 +120,8 @@ type report struct {
 	Scenarios map[string]any         `json:"scenarios"`
 	ItemSize  []itemSizeRow          `json:"item_size"`
 	AllOld    *allOldResult          `json:"allold_moto,omitempty"`
+	Capacity  []capRow               `json:"capacity,omitempty"`
+	Storm     *stormResult           `json:"storm,omitempty"`
 	Stores    []storeRow             `json:"stores,omitempty"`
 	Micro     map[string]microResult `json:"micro"`
 	Floor     *floorResult           `json:"cpu_floor,omitempty"`
@@ -543,7 +545,14 @@ func markdown(r *report) string {
 			"retry of a retryable failure %s, takeover of an expired lease %s per event.\n",
 			a.Server, a.Events, fmtCalls(a.FirstCalls), fmtCalls(a.DuplicateCalls), fmtCalls(a.LiveCalls),
 			fmtCalls(a.RetryCalls), fmtCalls(a.TakeoverCalls))
+		var units []string
+		for _, k := range slices.Sorted(maps.Keys(a.Capacity)) {
+			units = append(units, fmt.Sprintf("%s %s + %s", k, fmtUnits(a.Capacity[k].WritePerEvent), fmtUnits(a.Capacity[k].ReadPerEvent)))
+		}
+		fmt.Fprintf(&b, "Capacity units per event on %s (write + read, computed from the items sent): %s.\n", a.Server, strings.Join(units, ", "))
 	}
+	b.WriteString(capMarkdown(r.Capacity))
+	b.WriteString(r.Storm.markdown())
 	if len(r.Stores) > 0 {
 		b.WriteString("\n| store | scenario | p50 ms | p99 ms | store ops/event | server requests/event | executions/event | verdict |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 		for _, s := range r.Stores {
