@@ -211,7 +211,7 @@ func TestPeersMarkdown(t *testing.T) {
 		Rows: []peerRow{
 			{Scenario: "a_unique", Mode: "seq", Idem: peerFigures{P50Ms: 4, P99Ms: 12, CPUUs: 800, Calls: map[string]float64{"PutItem": 2}},
 				Powertools: peerFigures{P50Ms: 8, P99Ms: 30, CPUUs: 4000, Calls: map[string]float64{"PutItem": 1, "UpdateItem": 1}},
-				IdemUnits: &capFigures{WritePerEvent: 2}, PTUnits: &capFigures{WritePerEvent: 2}},
+				IdemUnits:  &capFigures{WritePerEvent: 2}, PTUnits: &capFigures{WritePerEvent: 2}},
 			{Scenario: "e_retry", Mode: "seq", Idem: peerFigures{P50Ms: 7, P99Ms: 18, CPUUs: 2000, Calls: map[string]float64{"PutItem": 3, "GetItem": 1}},
 				Powertools: peerFigures{P50Ms: 8, P99Ms: 23, CPUUs: 5000, Calls: map[string]float64{"PutItem": 1, "UpdateItem": 1}}},
 			{Scenario: "g_cache_duplicate", Mode: "c16", Idem: peerFigures{P50Ms: 0.002}, Powertools: peerFigures{P50Ms: 0.45}},
