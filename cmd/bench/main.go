@@ -284,6 +284,9 @@ func capacitySection(ctx context.Context, rep *report, b *bench, moto *motoEnv, 
 		if rep.Capacity, err = capabilities(dyn, me); err != nil {
 			return fmt.Errorf("capacity: %w", err)
 		}
+		if rep.Records, err = recordRows(dyn); err != nil {
+			return fmt.Errorf("capacity: records: %w", err)
+		}
 	}
 	if f.selected("storm") {
 		st, err := storm(ctx, rep, b, f.storm)

@@ -121,6 +121,7 @@ type report struct {
 	ItemSize  []itemSizeRow          `json:"item_size"`
 	AllOld    *allOldResult          `json:"allold_moto,omitempty"`
 	Capacity  []capRow               `json:"capacity,omitempty"`
+	Records   []recordRow            `json:"records_beside_powertools,omitempty"`
 	Storm     *stormResult           `json:"storm,omitempty"`
 	Stores    []storeRow             `json:"stores,omitempty"`
 	Micro     map[string]microResult `json:"micro"`
@@ -552,6 +553,7 @@ func markdown(r *report) string {
 		fmt.Fprintf(&b, "Capacity units per event on %s (write + read, computed from the items sent): %s.\n", a.Server, strings.Join(units, ", "))
 	}
 	b.WriteString(capMarkdown(r.Capacity))
+	b.WriteString(recordsMarkdown(r.Records))
 	b.WriteString(r.Storm.markdown())
 	if len(r.Stores) > 0 {
 		b.WriteString("\n| store | scenario | p50 ms | p99 ms | store ops/event | server requests/event | executions/event | verdict |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
