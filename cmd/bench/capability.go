@@ -17,7 +17,7 @@ import (
 // (steps, lease renewal, bounded waits, staged completion, large results,
 // the SQS, Kinesis and HTTP wrappers), each measured once at the counting
 // proxy. Units do not depend on timing (but the bounded waits' reads, whose
-// number depends on how long the holder runs: the median of several keys).
+// number depends on how long the holder runs: the mean over several keys).
 
 // capRow is one capability's calls and capacity units per unit of work.
 type capRow struct {

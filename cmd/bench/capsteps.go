@@ -203,7 +203,7 @@ const (
 // waitRows measures bounded waits (idem.WithWait): a key whose execution
 // runs 300 ms, and 4 calls that arrive while it runs and wait for its
 // result, in 4 runners of their own (4 sandboxes) or in the runner of the
-// holder (coalesced). The reads depend on timing: the median of the keys.
+// holder (coalesced). The reads depend on timing: the mean over the keys.
 func waitRows(e *capEnv) ([]capRow, error) {
 	holder, err := e.runner(idem.WithWait(waitBound))
 	if err != nil {
@@ -225,7 +225,7 @@ func waitRows(e *capEnv) ([]capRow, error) {
 		{"wait_4_waiters_own_runners", func(i int) *idem.Runner { return own[i] }},
 		{"wait_4_waiters_one_runner", func(int) *idem.Runner { return holder }},
 	} {
-		keys := max(3, e.events)
+		keys := e.events
 		row, err := e.measure(v.name, "waiter", keys*waitWaiters, func() error {
 			for k := range keys {
 				if err := e.waitKey(holder, v.waiters, makeEvent(v.name, "cap", k, 100+k)); err != nil {
