@@ -1,9 +1,11 @@
 package capacity
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -219,5 +221,28 @@ func TestTally(t *testing.T) {
 	}
 	if _, ok := ts.Sub(ts)["PutItem"]; ok {
 		t.Error("Sub keeps operations of no calls")
+	}
+}
+
+// BenchmarkLedgerCharge is the proxy's cost per request: a conditional
+// UpdateItem that reserves a key and the PutItem that completes it, as the
+// DynamoDB store sends them (about 600 and 700 bytes of JSON).
+func BenchmarkLedgerCharge(b *testing.B) {
+	l := NewLedger()
+	l.Learn("t", "pk", "")
+	reserve := []byte(`{"TableName":"t","Key":{"pk":{"S":"KEY"}},"UpdateExpression":"SET #att = if_not_exists(#carried, :zero) + :one, #carried = if_not_exists(#carried, :zero) + :one, #exp = :set_exp, #fp = :set_fp, #lease = :set_lease, #st = :set_st, #tok = :set_tok, #upd = :set_upd REMOVE #enc, #err, #omit, #ref, #res, #retry, #sha, #size","ConditionExpression":"attribute_not_exists(#k) OR (#exp <= :now_s AND #st <> :in_progress AND attribute_not_exists(#carried))","ExpressionAttributeNames":{"#att":"attempts","#carried":"attempts_carried","#enc":"result_encoding","#err":"error","#exp":"expires_at","#fp":"fingerprint","#k":"pk","#lease":"lease_until_ms","#omit":"result_omitted","#ref":"result_ref","#res":"result","#retry":"retryable","#sha":"result_sha256","#size":"result_size","#st":"status","#tok":"lease_token","#upd":"updated_at_ms"},"ExpressionAttributeValues":{":zero":{"N":"0"},":one":{"N":"1"},":now_s":{"N":"1764676800"},":in_progress":{"S":"in_progress"},":set_exp":{"N":"1764680400"},":set_fp":{"S":"3f2a9c0e5b7d41a8c6e2f0b9d8a7c6e5f4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9"},":set_lease":{"N":"1764676835000"},":set_st":{"S":"in_progress"},":set_tok":{"S":"0f1e2d3c4b5a69788796a5b4c3d2e1f0"},":set_upd":{"N":"1764676800000"}},"ReturnValues":"ALL_OLD"}`)
+	complete := []byte(`{"TableName":"t","Item":{"pk":{"S":"KEY"},"status":{"S":"succeeded"},"fingerprint":{"S":"3f2a9c0e5b7d41a8c6e2f0b9d8a7c6e5f4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9"},"lease_token":{"S":"0f1e2d3c4b5a69788796a5b4c3d2e1f0"},"attempts":{"N":"1"},"expires_at":{"N":"1764680400"},"updated_at_ms":{"N":"1764676800004"},"result":{"B":"eyJvayI6IHRydWUsICJpZCI6ICJhX3VuaXF1ZS1zZXEtMSIsICJuIjogMX0="}},"ConditionExpression":"#st = :in_progress AND #tok = :tok","ExpressionAttributeNames":{"#st":"status","#tok":"lease_token"},"ExpressionAttributeValues":{":in_progress":{"S":"in_progress"},":tok":{"S":"0f1e2d3c4b5a69788796a5b4c3d2e1f0"}}}`)
+	ok := []byte(`{"ConsumedCapacity":{"TableName":"t","CapacityUnits":1}}`)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		key := []byte(strings.Repeat("k", 8) + strconv.Itoa(i))
+		r := bytes.Replace(reserve, []byte("KEY"), key, 1)
+		c := bytes.Replace(complete, []byte("KEY"), key, 1)
+		if _, err := l.Charge("UpdateItem", r, ok, 200); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Charge("PutItem", c, ok, 200); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
