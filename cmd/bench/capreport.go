@@ -120,3 +120,35 @@ func checkCapacity(d capDelta, calls map[string]int64) []string {
 func fmtUnits(x float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", x), "0"), ".")
 }
+
+// Capacity targets: a step's units independent of the steps before it,
+// and a storm on one key that costs a few write units per second of lease.
+const (
+	stepsTarget = 1.1 // steps' units ÷ (steps × one step's), rounding allowed for
+	stormTarget = 5   // write units per second of lease
+)
+
+// capacityTargets adds the capacity targets the capacity section and the
+// storm measured.
+func (r *report) capacityTargets(add func(target)) {
+	if m := r.modeFig("a_unique", "seq"); m != nil && m.Capacity != nil {
+		add(target{Target: "first execution: 2 write units, no read", Status: status(m.Capacity.WritePerEvent == 2 && m.Capacity.ReadPerEvent == 0),
+			Measured: fmt.Sprintf("%s + %s per event (a_unique seq)", fmtUnits(m.Capacity.WritePerEvent), fmtUnits(m.Capacity.ReadPerEvent))})
+	}
+	for _, row := range r.Capacity {
+		if !strings.HasPrefix(row.Scenario, "steps_50_") {
+			continue
+		}
+		x, ok := row.Figures["steps_vs_k_times_one_step"].(float64)
+		add(target{Target: fmt.Sprintf("%s: 50 steps cost at most 50 times one step (%.1f× allowed for rounding)", row.Scenario, stepsTarget),
+			Measured: fmt.Sprintf("%.2f× (%v write units of steps per execution)", x, row.Figures["step_write_units_per_execution"]),
+			Status:   status(ok && x <= stepsTarget)})
+	}
+	if s := r.Storm; s != nil && s.Dynalite != nil {
+		d := s.Dynalite
+		add(target{Target: fmt.Sprintf("storm: at most %d write units per second of lease", stormTarget),
+			Measured: fmt.Sprintf("%s per second of a %s lease (%d deliveries, %s write units each; simulation %s)", fmtUnits(d.WritePerLeaseSecond), stormLease,
+				d.Deliveries, fmtUnits(d.WritePerDelivery), fmtUnits(s.Sim.WritePerLeaseSecond)),
+			Status: status(d.WritePerLeaseSecond <= stormTarget)})
+	}
+}

@@ -444,6 +444,7 @@ func (r *report) targets() {
 			c.DiffMs, c.Starts, c.InitDiffMs, c.FirstHandlerDiffMs, c.WarmHandlerDiffMs), Status: status(c.DiffMs <= 10)})
 	}
 	r.cpuTargets(add)
+	r.capacityTargets(add)
 	if rf, ok := r.Scenarios["c_race"].(*raceFigures); ok {
 		add(target{Target: "c_race: 1 execution per key", Measured: fmt.Sprintf("max %d over %d trials", rf.MaxExecutions, rf.Trials),
 			Status: status(rf.MaxExecutions == 1)})
