@@ -71,3 +71,27 @@ func TestFmtPositions(t *testing.T) {
 		}
 	}
 }
+
+func TestCapacityTargets(t *testing.T) {
+	t.Parallel()
+	r := &report{
+		Capacity: []capRow{
+			{Scenario: "steps_50_small", Figures: map[string]any{"steps_vs_k_times_one_step": 1.84, "step_write_units_per_execution": 92.0}},
+			{Scenario: "steps_50_4KB", Figures: map[string]any{"steps_vs_k_times_one_step": 1.0, "step_write_units_per_execution": 250.0}},
+			{Scenario: "steps_10_small", Figures: map[string]any{"steps_vs_k_times_one_step": 1.0}},
+		},
+		Storm: &stormResult{Dynalite: &stormFigures{Deliveries: 10000, WritePerDelivery: 1, WritePerLeaseSecond: 285.7},
+			Sim: &stormFigures{WritePerLeaseSecond: 285.8}},
+	}
+	var got []target
+	r.capacityTargets(func(t target) { got = append(got, t) })
+	want := []string{"missed", "met", "missed"}
+	if len(got) != len(want) {
+		t.Fatalf("targets = %+v, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if got[i].Status != w {
+			t.Errorf("target %d (%s: %s) is %s, want %s", i, got[i].Target, got[i].Measured, got[i].Status, w)
+		}
+	}
+}
