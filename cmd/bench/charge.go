@@ -86,7 +86,12 @@ func (c *charger) serve(w http.ResponseWriter, r *http.Request, op string) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	unlock := c.lock(r.Context(), r.Header, op, body)
+	pr, err := capacity.ParseRequest(op, body)
+	if err != nil {
+		c.fail(err)
+		pr, _ = capacity.ParseRequest(op, []byte(`{}`))
+	}
+	unlock := c.lock(r.Context(), r.Header, pr)
 	defer unlock()
 	sent, injected := body, false
 	if c.trust && itemOps[op] {
@@ -97,7 +102,7 @@ func (c *charger) serve(w http.ResponseWriter, r *http.Request, op string) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	ch, err := c.ledger.Charge(op, body, respBody, resp.StatusCode)
+	ch, err := c.ledger.ChargeRequest(pr, respBody, resp.StatusCode)
 	if err != nil {
 		c.fail(fmt.Errorf("%s: %w", op, err))
 	} else if itemOps[op] {
@@ -119,17 +124,17 @@ func (c *charger) serve(w http.ResponseWriter, r *http.Request, op string) {
 // lock locks the stripes of the items the request touches, learning the
 // table's key schema first if the ledger does not know it, and returns the
 // function that unlocks them.
-func (c *charger) lock(ctx context.Context, h http.Header, op string, body []byte) func() {
-	keys, err := c.ledger.Keys(op, body)
+func (c *charger) lock(ctx context.Context, h http.Header, pr *capacity.Request) func() {
+	keys, err := c.ledger.Keys(pr)
 	var ute *capacity.UnknownTableError
 	if errors.As(err, &ute) {
 		if err := c.describe(ctx, h, ute.Table); err != nil {
 			c.fail(err)
 		}
-		keys, err = c.ledger.Keys(op, body)
+		keys, err = c.ledger.Keys(pr)
 	}
 	if err != nil {
-		c.fail(fmt.Errorf("%s: %w", op, err))
+		c.fail(err)
 	}
 	var idx []int
 	for _, k := range keys {
@@ -193,23 +198,30 @@ func (c *charger) forward(r *http.Request, body []byte) (*http.Response, []byte,
 	return resp, b, err
 }
 
-// askCapacity adds ReturnConsumedCapacity TOTAL to a request that does not
-// ask for it, and reports whether it did. The request's signature no longer
-// matches its body: the local servers do not check it.
+// askCapacity adds ReturnConsumedCapacity TOTAL to a request (a JSON
+// object) that does not ask for it, and reports whether it did. The
+// request's signature no longer matches its body: the local servers do not
+// check it.
 func askCapacity(body []byte) ([]byte, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
 		return body, false
 	}
-	if v, ok := m["ReturnConsumedCapacity"]; ok && string(v) != `"NONE"` {
-		return body, false
+	if i := bytes.Index(b, []byte(`"ReturnConsumedCapacity"`)); i >= 0 {
+		var m struct{ ReturnConsumedCapacity string }
+		if json.Unmarshal(b, &m) != nil || m.ReturnConsumedCapacity != "NONE" {
+			return body, false
+		}
+		// The first "NONE" after the name is its value.
+		out := append(bytes.Clone(b[:i]), bytes.Replace(b[i:], []byte(`"NONE"`), []byte(`"TOTAL"`), 1)...)
+		return out, true
 	}
-	m["ReturnConsumedCapacity"] = json.RawMessage(`"TOTAL"`)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return body, false
+	rest := bytes.TrimLeft(b[1:], " \t\r\n")
+	out := append([]byte(`{"ReturnConsumedCapacity":"TOTAL"`), ',')
+	if len(rest) > 0 && rest[0] == '}' {
+		out = out[:len(out)-1]
 	}
-	return out, true
+	return append(out, rest...), true
 }
 
 // dropCapacity removes ConsumedCapacity from an answer whose request did

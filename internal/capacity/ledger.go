@@ -101,30 +101,36 @@ func (t *table) keyOf(it Item) string {
 	return fmt.Sprintf("%d:%s\x00%d:%s", h.Kind, h.Scalar, s.Kind, s.Scalar)
 }
 
+// Request is a request parsed once for Keys and Charge.
+type Request struct {
+	op string
+	r  request
+}
+
+// ParseRequest parses the body of a request of operation op (X-Amz-Target
+// without its prefix: "PutItem").
+func ParseRequest(op string, body []byte) (*Request, error) {
+	pr := &Request{op: op}
+	if err := json.Unmarshal(body, &pr.r); err != nil {
+		return nil, fmt.Errorf("capacity: %s request: %w", op, err)
+	}
+	return pr, nil
+}
+
 // Keys returns the items a request touches, as "table\x00key" strings, in
 // order and without repeats: the caller serializes requests with a common
 // item. A request on a table the Ledger does not know gives an
 // *UnknownTableError; an operation on no item gives none.
-func (l *Ledger) Keys(op string, req []byte) ([]string, error) {
-	var r request
-	if err := json.Unmarshal(req, &r); err != nil {
-		return nil, fmt.Errorf("capacity: %s request: %w", op, err)
-	}
+func (l *Ledger) Keys(pr *Request) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
-	add := func(name string, it Item) error {
-		t := l.tables[name]
+	for _, ir := range pr.r.items(pr.op) {
+		t := l.tables[ir.TableName]
 		if t == nil {
-			return &UnknownTableError{Table: name}
+			return nil, &UnknownTableError{Table: ir.TableName}
 		}
-		out = append(out, name+"\x00"+t.keyOf(it))
-		return nil
-	}
-	for _, ir := range r.items(op) {
-		if err := add(ir.TableName, ir.key()); err != nil {
-			return nil, err
-		}
+		out = append(out, ir.TableName+"\x00"+t.keyOf(ir.key()))
 	}
 	sort.Strings(out)
 	return compact(out), nil
@@ -140,17 +146,24 @@ func compact(s []string) []string {
 	return out
 }
 
-// Charge computes what a request cost from its body (req), the server's
+// Charge computes what a request of operation op cost from its body (req),
+// the server's answer (resp) and HTTP status, as ChargeRequest does.
+func (l *Ledger) Charge(op string, req, resp []byte, status int) (Charge, error) {
+	pr, err := ParseRequest(op, req)
+	if err != nil {
+		return Charge{Op: op}, err
+	}
+	return l.ChargeRequest(pr, resp, status)
+}
+
+// ChargeRequest computes what a parsed request cost from the server's
 // answer (resp) and HTTP status, and updates the shadow with the writes the
 // server applied. Operations other than item reads and writes cost nothing
 // (CreateTable and DescribeTable teach the Ledger a key schema; DeleteTable
 // forgets a table). A request on a table the Ledger does not know gives an
 // *UnknownTableError.
-func (l *Ledger) Charge(op string, req, resp []byte, status int) (Charge, error) {
-	var r request
-	if err := json.Unmarshal(req, &r); err != nil {
-		return Charge{Op: op}, fmt.Errorf("capacity: %s request: %w", op, err)
-	}
+func (l *Ledger) ChargeRequest(pr *Request, resp []byte, status int) (Charge, error) {
+	op := pr.op
 	var a answer
 	if len(resp) > 0 {
 		if err := json.Unmarshal(resp, &a); err != nil {
@@ -162,7 +175,7 @@ func (l *Ledger) Charge(op string, req, resp []byte, status int) (Charge, error)
 	c.Reported, c.HasReport = a.reported()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.charge(&c, &r, &a)
+	err := l.charge(&c, &pr.r, &a)
 	if !isWrite(op) {
 		c.Read, c.Write = c.Read+c.Write, 0
 	}

@@ -93,6 +93,9 @@ func TestLedgerRecordLife(t *testing.T) {
 		{op: "DeleteItem", req: map[string]any{"TableName": "t", "Key": key}, write: 2},
 		{op: "DeleteItem", req: map[string]any{"TableName": "t", "Key": key}, write: 1},
 		{op: "GetItem", req: map[string]any{"TableName": "t", "Key": key, "ConsistentRead": true}, read: 1},
+		// An item the ledger never saw written: charged as answered, approximate.
+		{op: "GetItem", req: map[string]any{"TableName": "t", "Key": map[string]any{"pk": ws("elsewhere")}},
+			resp: `{"Item":{"pk":{"S":"elsewhere"},"v":{"B":"` + base64.StdEncoding.EncodeToString(make([]byte, 5000)) + `"}}}`, read: 1, approx: true},
 		{op: "PutItem", req: complete, status: 400, resp: `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"}`},
 		{op: "PutItem", req: complete, status: 400, resp: `{"__type":"com.amazon.coral.validate#ValidationException"}`},
 	})
@@ -179,7 +182,11 @@ func TestLedgerSchemaAndKeys(t *testing.T) {
 	if _, err := l.Charge("GetItem", get, []byte(`{}`), 200); !errors.As(err, &ute) || ute.Table != "t2" {
 		t.Fatalf("GetItem on an unknown table: %v, want *UnknownTableError for t2", err)
 	}
-	if _, err := l.Keys("GetItem", get); !errors.As(err, &ute) {
+	pr, err := ParseRequest("GetItem", get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Keys(pr); !errors.As(err, &ute) {
 		t.Fatalf("Keys on an unknown table: %v, want *UnknownTableError", err)
 	}
 	desc := `{"Table":{"TableName":"t2","KeySchema":[{"AttributeName":"PK","KeyType":"HASH"},{"AttributeName":"SK","KeyType":"RANGE"}]}}`
@@ -191,7 +198,11 @@ func TestLedgerSchemaAndKeys(t *testing.T) {
 		map[string]any{"DeleteRequest": map[string]any{"Key": map[string]any{"PK": ws("a"), "SK": ws("1")}}},
 		map[string]any{"PutRequest": map[string]any{"Item": map[string]any{"PK": ws("a"), "SK": ws("2")}}},
 	}}})
-	keys, err := l.Keys("BatchWriteItem", batch)
+	pr, err = ParseRequest("BatchWriteItem", batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := l.Keys(pr)
 	if err != nil || len(keys) != 2 || keys[0] >= keys[1] || !strings.HasPrefix(keys[0], "t2\x00") {
 		t.Fatalf("Keys = %q, %v; want 2 sorted keys of t2", keys, err)
 	}
@@ -203,6 +214,9 @@ func TestLedgerSchemaAndKeys(t *testing.T) {
 	}
 	if _, err := l.Charge("PutItem", []byte(`{`), nil, 200); err == nil {
 		t.Fatal("a request that is not JSON: no error")
+	}
+	if _, err := l.Charge("GetItem", js(t, map[string]any{"TableName": "t", "Key": map[string]any{"pk": ws("a")}}), []byte(`{"Item":`), 200); err == nil {
+		t.Fatal("an answer that is not JSON: no error")
 	}
 }
 

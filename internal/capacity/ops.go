@@ -1,5 +1,10 @@
 package capacity
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // planned is a write worked out against the shadow: the units it costs and
 // the item it leaves (nil: none).
 type planned struct {
@@ -95,8 +100,11 @@ func (l *Ledger) get(c *Charge, ir *itemRequest, a *answer) error {
 		return nil
 	}
 	it := t.items[t.keyOf(ir.Key)]
-	if it == nil && a.Item != nil {
-		it, c.Approximate = a.Item, true
+	if it == nil && len(a.Item) > 0 && string(a.Item) != "null" {
+		if err := json.Unmarshal(a.Item, &it); err != nil {
+			return fmt.Errorf("capacity: GetItem answer: %w", err)
+		}
+		c.Approximate = true
 	}
 	c.Read = ReadUnits(Size(it), ir.ConsistentRead)
 	return nil

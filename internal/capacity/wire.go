@@ -117,8 +117,8 @@ func (ti transactItem) one() *itemRequest {
 // answer is every answer field the Ledger reads, for a success or an error.
 type answer struct {
 	status           int
-	Type             string `json:"__type"`
-	Item             Item
+	Type             string          `json:"__type"`
+	Item             json.RawMessage // decoded only where the shadow lacks the item
 	Items            []Item
 	Count            int
 	ScannedCount     int
