@@ -60,7 +60,6 @@ type itemSizeRow struct {
 	GetRCU int `json:"get_rcu"`
 }
 
-
 // jsonResult is a compressible JSON result of about size bytes: an order
 // with line items.
 func jsonResult(size int) []byte {
