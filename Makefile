@@ -27,7 +27,7 @@ TESTENV      := $(BIN)/testenv
 
 # Packages that also run against moto (API fidelity: ReturnValuesOnConditionCheckFailure,
 # TTL, transactions). Patterns whose directory does not exist yet are left out.
-MOTO_PKGS ?= ./ddbstore/... ./storetest/...
+MOTO_PKGS ?= ./ddbstore/... ./storetest/... ./internal/capacity/...
 # Minimum statement coverage of ./core, in percent.
 COVER_MIN ?= 90
 # sam-check: where sam build writes, and the Go flags it builds with (template.yaml's
@@ -174,9 +174,11 @@ demo: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION)
 bench: deps
 	BENCH_N=$(BENCH_N) $(GO) run ./cmd/bench -json $(CACHE)/bench.json -md $(CACHE)/bench.md
 
-# bench-smoke: the benchmark with a small N, to check that it still works (part of test).
+# bench-smoke: the benchmark with a small N, to check that it still works (part of test); it
+# fails when a scenario's capacity units are missing or inconsistent (cmd/bench checkCapacity).
 bench-smoke: deps
-	$(GO) run ./cmd/bench -n 50 -runs 1 -warmup 20 -coldstarts 2 -sqs-reps 2 -race-trials 2 -json $(CACHE)/bench-smoke.json > $(CACHE)/bench-smoke.txt
+	$(GO) run ./cmd/bench -n 50 -runs 1 -warmup 20 -coldstarts 2 -sqs-reps 2 -race-trials 2 -cap-events 1 -storm 200 \
+		-json $(CACHE)/bench-smoke.json > $(CACHE)/bench-smoke.txt
 	@echo "bench smoke: ok ($$(wc -c < $(CACHE)/bench-smoke.json) bytes of JSON)"
 
 # bench-peers: idem and Powertools for AWS Lambda (TypeScript) idempotency, side by side on one
