@@ -43,11 +43,19 @@ const DefaultLogLevel = slog.LevelWarn
 //
 // The environment is read when DefaultLogger is called (by New).
 func DefaultLogger() *slog.Logger {
-	return defaultLogger(os.Getenv, stdout{})
+	return defaultLogger(osGetenv, stdout{})
+}
+
+// osGetenv reads the process's environment.
+var osGetenv = os.Getenv
+
+// inLambda reports whether the environment is a Lambda function's.
+func inLambda(getenv func(string) string) bool {
+	return getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("AWS_LAMBDA_RUNTIME_API") != ""
 }
 
 func defaultLogger(getenv func(string) string, w io.Writer) *slog.Logger {
-	if getenv("AWS_LAMBDA_FUNCTION_NAME") == "" && getenv("AWS_LAMBDA_RUNTIME_API") == "" {
+	if !inLambda(getenv) {
 		return slog.New(&atLeast{min: DefaultLogLevel, Handler: slog.Default().Handler()})
 	}
 	opts := &slog.HandlerOptions{Level: lambdaLevel(getenv(EnvLambdaLogLevel)), ReplaceAttr: lambdaKeys}

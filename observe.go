@@ -66,7 +66,9 @@ type Observation struct {
 	Err error
 }
 
-// WithObserver sets the observer of calls (default: none).
+// WithObserver sets the observer of calls (default: DefaultObserver, which
+// in Lambda counts the calls that did not succeed; NoObserver records
+// nothing).
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		if o == nil {

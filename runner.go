@@ -93,6 +93,12 @@ func New(store Store, opts ...Option) (*Runner, error) {
 	if err := c.checkRenewal(store); err != nil {
 		return nil, err
 	}
+	if c.observer == nil {
+		c.observer = DefaultObserver()
+	}
+	if c.observer == NoObserver {
+		c.observer = nil // nothing to build an observation for
+	}
 	if c.logger == nil {
 		c.logger = DefaultLogger()
 	}

@@ -65,6 +65,10 @@ var _ idem.Acquirer = (*Store)(nil)
 // a client that is not an UpdateAPI and, from then on, after an UpdateItem
 // refused with AccessDeniedException (an IAM policy written for an older
 // version, which granted PutItem and GetItem only: grant UpdateItem too).
+// If the record changed before that PutItem into one core.Acquirable
+// allows too (a retryable failure written in between), it puts over that
+// one, once more: a *idem.ConflictError holds only a record that blocks
+// the acquisition.
 //
 // A refusal by rec itself (core.Acquired: an SDK retry of a write whose
 // answer was lost) returns the stored record; after a failure that may have
@@ -114,7 +118,7 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	if found {
 		stored = &existing
 	}
-	return s.putOver(ctx, rec, stored, now)
+	return s.putOver(ctx, rec, stored, now, p)
 }
 
 // checkReservation checks and normalizes an in-progress record to write
@@ -174,21 +178,36 @@ func (s *Store) acquireByPut(ctx context.Context, rec core.Record, now time.Time
 	if !core.Acquirable(&ce.Existing, rec.Fingerprint, now, p) {
 		return core.Record{}, nil, err
 	}
-	return s.putOver(ctx, rec, &ce.Existing, now)
+	return s.putOver(ctx, rec, &ce.Existing, now, p)
 }
 
 // putOver writes rec over stored (nil: no record) with Reserve's PutItem
-// conditioned on stored, at the attempt core.Acquire gives.
-func (s *Store) putOver(ctx context.Context, rec core.Record, stored *core.Record, now time.Time) (core.Record, *core.Record, error) {
-	rec = core.Acquire(rec, stored, now)
-	var prev *core.Record
-	if stored != nil && !stored.Expired(now) {
-		prev = stored
+// conditioned on stored, at the attempt core.Acquire gives. If the record
+// changed before the put and the one that refused it may be replaced too
+// (core.Acquirable: a retryable failure written in between), it puts over
+// that one, once: a conflict answers only a record that blocks the
+// acquisition.
+func (s *Store) putOver(ctx context.Context, rec core.Record, stored *core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
+	for try := 0; ; try++ {
+		acq := core.Acquire(rec, stored, now)
+		var prev *core.Record
+		if stored != nil && !stored.Expired(now) {
+			prev = stored
+		}
+		err := s.Reserve(ctx, acq, prev, now)
+		var ce *idem.ConflictError
+		if !errors.As(err, &ce) || !core.Acquirable(&ce.Existing, rec.Fingerprint, now, p) {
+			if err != nil {
+				return core.Record{}, nil, err
+			}
+			return acq, prev, nil
+		}
+		if try >= 1 {
+			return core.Record{}, nil, core.MarkTransient(&Error{Op: "acquire", Table: s.table,
+				Err: fmt.Errorf("%w: the blocking record changed twice during the acquisition", ErrUnavailable)})
+		}
+		stored = &ce.Existing
 	}
-	if err := s.Reserve(ctx, rec, prev, now); err != nil {
-		return core.Record{}, nil, err
-	}
-	return rec, prev, nil
 }
 
 // ownAcquisition reads the key after an acquisition whose outcome is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestConditionsMatchCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 1, freshConnections() })
 	layouts := map[string][]Option{
 		"default": nil,
 		// A single-table layout: the conditions name every attribute by
@@ -246,4 +247,15 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 	if after, _, _ := s.read(context.Background(), "test", stored.Key); err == nil && !sameSteps(after.Steps, want.Steps) {
 		t.Errorf("%s: Acquire left steps %q, want %q", what, after.Steps, want.Steps)
 	}
+}
+
+// freshConnections is the HTTP client of the tests whose SDK client may not
+// retry (RetryMaxAttempts 1): a new connection per request, so that no
+// request is sent on a kept-alive connection the server is closing (Go's
+// transport does not resend a POST it may have sent, and moto's server
+// closes idle connections at will).
+func freshConnections() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{Transport: tr}
 }
