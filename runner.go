@@ -242,11 +242,19 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 // window is the time an execution has: its lease ends at leaseUntil, and a
 // try (or a completion retry) must be over by limit, the earlier of the
 // invocation's deadline and the lease end less the lease margin (the margin
-// is the allowance for clock skew between holders). With WithLeaseRenewal
-// the lease is short (renewWindow), and each try moves the window to the
-// lease held when it ends.
+// is the allowance for clock skew between holders). A lease starts when it
+// is written: the call's window is made again at each reservation it
+// writes (claim), after any wait. With WithLeaseRenewal the lease is short
+// (renewWindow), each renewal moves the window of the running try
+// (renewal.window), and each try moves the call's window to the lease held
+// when it ends.
 type window struct {
 	leaseUntil, limit time.Time
+}
+
+// heldWindow is the window of a lease that ends at leaseUntil.
+func (c *config) heldWindow(leaseUntil time.Time) window {
+	return window{leaseUntil: leaseUntil, limit: leaseUntil.Add(-c.leaseMargin)}
 }
 
 func (r *Runner) window(ctx context.Context, now time.Time) window {
@@ -256,8 +264,7 @@ func (r *Runner) window(ctx context.Context, now time.Time) window {
 	if deadline, ok := ctx.Deadline(); ok {
 		return window{leaseUntil: deadline.Add(r.cfg.leaseMargin), limit: deadline}
 	}
-	lu := now.Add(r.cfg.defaultLease)
-	return window{leaseUntil: lu, limit: lu.Add(-r.cfg.leaseMargin)}
+	return r.cfg.heldWindow(now.Add(r.cfg.defaultLease))
 }
 
 // storeReserve and storeComplete are the call's store writes, timed.
