@@ -87,6 +87,11 @@ func groupGone(pgid int) bool {
 }
 
 // ddbCall posts a DynamoDB JSON request with a syntactically valid (unchecked) signature.
+// callClient makes the tests' API calls. Its timeout only guards against a
+// hung server: a server's first call of a service can take seconds on a busy
+// machine (moto loads the service's backend then), unlike a readiness poll.
+var callClient = &http.Client{Transport: noProxy(), Timeout: time.Minute}
+
 func ddbCall(t *testing.T, endpoint, op, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint+"/", strings.NewReader(body))
@@ -98,7 +103,7 @@ func ddbCall(t *testing.T, endpoint, op, body string) (int, string) {
 	req.Header.Set("X-Amz-Date", time.Now().UTC().Format("20060102T150405Z"))
 	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, "+
 		"SignedHeaders=host;x-amz-date, Signature=0000000000000000000000000000000000000000000000000000000000000000")
-	resp, err := pollClient.Do(req)
+	resp, err := callClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", op, err)
 	}
