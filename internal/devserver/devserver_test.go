@@ -86,11 +86,12 @@ func groupGone(pgid int) bool {
 	return true
 }
 
-// ddbCall posts a DynamoDB JSON request with a syntactically valid (unchecked) signature.
 // callClient makes the tests' API calls. Its timeout only guards against a
 // hung server: a server's first call of a service can take seconds on a busy
 // machine (moto loads the service's backend then), unlike a readiness poll.
 var callClient = &http.Client{Transport: noProxy(), Timeout: time.Minute}
+
+// ddbCall posts a DynamoDB JSON request with a syntactically valid (unchecked) signature.
 
 func ddbCall(t *testing.T, endpoint, op, body string) (int, string) {
 	t.Helper()
