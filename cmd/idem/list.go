@@ -19,6 +19,7 @@ const defaultListLimit = 50
 type listView struct {
 	Table          string       `json:"table"`
 	State          string       `json:"state,omitempty"`
+	Prefix         string       `json:"prefix,omitempty"`
 	Records        []recordView `json:"records"`
 	Scanned        int          `json:"scanned"`
 	ConsumedRCU    float64      `json:"consumed_rcu"`
@@ -33,12 +34,13 @@ type listView struct {
 }
 
 func (c *cli) list(ctx context.Context, args []string) error {
-	o := c.flags("list", "--table T [--status STATE] [--limit N] [--next TOKEN] [--max-rcu N] [--json]")
+	o := c.flags("list", "--table T [--status STATE] [--prefix P] [--limit N] [--next TOKEN] [--max-rcu N] [--json]")
 	var sf scanFlags
 	sf.register(o.fs)
 	state := o.fs.String("status", "", "list only records in this `state`: "+strings.Join(listStates, ", ")+
 		" (in_progress: live and stuck; failed: retryable and permanent)")
 	limit := o.fs.Int("limit", defaultListLimit, "list at most this many `records`")
+	prefix := o.fs.String("prefix", "", "list only records whose key begins with this `prefix` (the key as the store holds it, after --key-prefix's; see docs/operations.md for finding one function's records)")
 	if err := o.parse(args); err != nil {
 		return err
 	}
@@ -55,8 +57,8 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	sc := newScanner(store, sf, storedStatus(*state), c.stderr)
-	v, err := c.collect(ctx, sc, *state, *limit)
+	sc := newScanner(store, sf, storedStatus(*state), newProgress(c.stderr, c.now, !o.json))
+	v, err := c.collect(ctx, sc, filter{state: *state, prefix: *prefix}, *limit)
 	v.Table = store.Table()
 	if werr := c.writeList(o.json, v); werr != nil && err == nil {
 		err = werr
@@ -78,13 +80,21 @@ func storedStatus(state string) core.Status {
 	return ""
 }
 
-// collect scans until it has limit records in state (all live records if
-// state is empty), the table ends, the budget is used up or ctx ends. Each
-// Scan evaluates at most the records still wanted, so no record is skipped
-// between a page and its continuation.
-func (c *cli) collect(ctx context.Context, sc *scanner, state string, limit int) (listView, error) {
+// filter is what list selects: records in state (all live records if
+// empty) whose key begins with prefix.
+type filter struct{ state, prefix string }
+
+func (f filter) selects(rec core.Record, state string) bool {
+	return selects(f.state, state) && strings.HasPrefix(rec.Key, f.prefix)
+}
+
+// collect scans until it has limit records that f selects, the table ends,
+// the budget is used up or ctx ends. Each Scan evaluates at most the
+// records still wanted, so no record is skipped between a page and its
+// continuation.
+func (c *cli) collect(ctx context.Context, sc *scanner, f filter, limit int) (listView, error) {
 	now := c.now()
-	v := listView{State: state, Records: []recordView{}}
+	v := listView{State: f.state, Prefix: f.prefix, Records: []recordView{}}
 	defer sc.progress.clear()
 	for {
 		recs, err := sc.page(ctx, limit-len(v.Records))
@@ -99,7 +109,7 @@ func (c *cli) collect(ctx context.Context, sc *scanner, state string, limit int)
 			switch st := stateOf(rec, now); {
 			case st == stateExpired:
 				v.ExpiredSkipped++
-			case selects(state, st):
+			case f.selects(rec, st):
 				v.Records = append(v.Records, viewOf(rec, now))
 			}
 		}

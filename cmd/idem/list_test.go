@@ -13,6 +13,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/fakeclock"
 )
 
 // mixed is the table of TestList and TestStats, at listNow: each state's
@@ -254,14 +255,14 @@ func TestListInterrupted(t *testing.T) {
 	m := newMixed(t)
 	var out bytes.Buffer
 	c := &cli{stdout: &out, stderr: io.Discard, now: func() time.Time { return listNow }}
-	sc := newScanner(m.f.store, scanFlags{}, "", io.Discard)
+	sc := newScanner(m.f.store, scanFlags{}, "", newProgress(io.Discard, c.now, false))
 	first, err := sc.page(context.Background(), 5)
 	if err != nil || len(first) != 5 || sc.next == "" {
 		t.Fatalf("first page: %d records, next %q, %v", len(first), sc.next, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	v, err := c.collect(ctx, sc, "", 100)
+	v, err := c.collect(ctx, sc, filter{}, 100)
 	if code, _ := explain(err); code != exitInterrupted || v.Stopped != stoppedInterrupted || v.Next == "" || v.Scanned != 5 {
 		t.Fatalf("interrupted collect = %+v, %v (exit %d); want stopped interrupted with a token", v, err, code)
 	}
@@ -270,5 +271,77 @@ func TestListInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "stopped (interrupted): continue with --next "+v.Next) {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// In a table shared by functions that give their stores a key prefix each
+// (ddbstore.WithKeyPrefix), --prefix lists one function's records.
+func TestListPrefix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	want := map[string][]string{}
+	for _, prefix := range []string{"orders-api#", "orders-consumer#", "payments#"} {
+		store, err := ddbstore.New(f.client, f.table, ddbstore.WithKeyPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := &fixture{client: f.client, table: f.table, store: store}
+		for i := range 3 {
+			key := fmt.Sprintf("evt:%d:act", i)
+			shared.put(t, key, spec{status: core.StatusSucceeded, done: time.Minute})
+			want[prefix] = append(want[prefix], idem.HashKey(prefix+key))
+		}
+		slices.Sort(want[prefix])
+	}
+	for _, tc := range []struct {
+		name, prefix string
+		want         []string
+	}{
+		{"one function", "orders-consumer#", want["orders-consumer#"]},
+		{"two functions", "orders-", slices.Sorted(slices.Values(append(slices.Clone(want["orders-api#"]), want["orders-consumer#"]...)))},
+		{"none", "billing#", nil},
+	} {
+		v := decodeJSON[listView](t, mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--prefix", tc.prefix, "--json").stdout)
+		if got := hashesOf(v.Records); !slices.Equal(got, tc.want) || v.Prefix != tc.prefix || v.Scanned != 9 {
+			t.Errorf("%s: --prefix %s listed %v (prefix %q, scanned %d), want %v of 9", tc.name, tc.prefix, got, v.Prefix, v.Scanned, tc.want)
+		}
+	}
+	// With the function's own --key-prefix, keys are given and hashed as the function's
+	// store sees them, and --prefix continues after it.
+	v := decodeJSON[listView](t, mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--key-prefix", "payments#", "--prefix", "evt:1:", "--json").stdout)
+	if got := hashesOf(v.Records); !slices.Equal(got, []string{idem.HashKey("evt:1:act")}) {
+		t.Errorf("--key-prefix payments# --prefix evt:1: listed %v, want the hash of evt:1:act", got)
+	}
+}
+
+// A scan that takes more than a second writes its progress to stderr, by the command's
+// clock; --json writes none.
+func TestListProgress(t *testing.T) {
+	t.Parallel()
+	m := newMixed(t)
+	for _, tc := range []struct {
+		name string
+		json bool
+		want string
+	}{
+		{"table", false, "idem: scanning: 3 items, "},
+		{"json", true, ""},
+	} {
+		clock := fakeclock.New(listNow)
+		var out, errOut bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, now: func() time.Time {
+			defer clock.Advance(700 * time.Millisecond) // each read of the clock is 0.7 s later
+			return clock.Now()
+		}}
+		args := []string{"list", "--table", m.f.table, "--limit", "3"}
+		if tc.json {
+			args = append(args, "--json")
+		}
+		if code := c.run(context.Background(), args); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, errOut.String())
+		}
+		if got := errOut.String(); tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: stderr %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/examples/orders"
 	"github.com/idemgo/idem/internal/devserver"
+	"github.com/idemgo/idem/internal/dlq"
 	"github.com/idemgo/idem/internal/esm"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
@@ -234,7 +235,7 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	if err := s.store.Release(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := esm.Redrive(t.Context(), s.client, s.q.DLQURL, s.q.URL); err != nil || n != 1 {
+	if n, err := dlq.Redrive(t.Context(), s.client, s.q.DLQURL, s.q.URL); err != nil || n != 1 {
 		t.Fatalf("Redrive = %d, %v; want 1 message moved", n, err)
 	}
 	s.pollUntil(p, 4, func(b esm.Batch) bool { return len(b.Deleted) == 1 })
