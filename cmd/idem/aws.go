@@ -17,15 +17,10 @@ func (c *cli) open(ctx context.Context, o *common) (*ddbstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := c.awsConfig(ctx, o.profile, o.region)
+	client, err := c.dynamoClient(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	client := dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
-		if o.endpoint != "" {
-			do.BaseEndpoint = aws.String(o.endpoint)
-		}
-	})
 	store, err := ddbstore.New(client, o.table, storeOpts...)
 	if err != nil {
 		return nil, usageError{err.Error()}
@@ -34,6 +29,20 @@ func (c *cli) open(ctx context.Context, o *common) (*ddbstore.Store, error) {
 		return nil, err
 	}
 	return store, nil
+}
+
+// dynamoClient returns a DynamoDB client of the configuration the flags
+// name.
+func (c *cli) dynamoClient(ctx context.Context, o *common) (*dynamodb.Client, error) {
+	cfg, err := c.awsConfig(ctx, o.profile, o.region)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
+		if o.endpoint != "" {
+			do.BaseEndpoint = aws.String(o.endpoint)
+		}
+	}), nil
 }
 
 // awsConfig loads the AWS configuration the SDK's way

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
@@ -343,5 +347,30 @@ func TestListProgress(t *testing.T) {
 		if got := errOut.String(); tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: stderr %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// create-table makes a table the store works on, and says so; again, it finds it.
+func TestCreateTable(t *testing.T) {
+	t.Parallel()
+	integration(t)
+	table := tableName()
+	t.Cleanup(func() {
+		if cfg, err := config.LoadDefaultConfig(context.Background()); err == nil {
+			_, _ = dynamodb.NewFromConfig(cfg).DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		}
+	})
+	r := mustCmd(t, exitOK, t0, nil, "create-table", "--table", table)
+	if !strings.HasPrefix(r.stdout, "created table "+table+" (on demand): pk (partition key, S)\n") || !strings.Contains(r.stdout, "Time to Live") {
+		t.Errorf("create-table printed:\n%s", r.stdout)
+	}
+	v := decodeJSON[createTableView](t, mustCmd(t, exitOK, t0, nil, "create-table", "--table", table, "--json").stdout)
+	if v.Created || v.Table != table || v.TTL != ddbstore.DefaultTTLAttribute {
+		t.Errorf("create-table again = %+v, want the existing table", v)
+	}
+	mustCmd(t, exitOK, t0, nil, "stats", "--table", table)
+	r = mustCmd(t, exitSchema, t0, nil, "create-table", "--table", table, "--key-attr", "id")
+	if !strings.Contains(r.stderr, "does not have the store's key schema") {
+		t.Errorf("create-table with another key attribute: stderr:\n%s", r.stderr)
 	}
 }

@@ -232,7 +232,7 @@ func TestUsage(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"help"}, &out, &errOut); code != exitOK || !strings.Contains(out.String(), "release   delete a key's record (fenced)") {
+	if code := run([]string{"help"}, &out, &errOut); code != exitOK || !strings.Contains(out.String(), "release       delete a key's record (fenced)") {
 		t.Errorf("idem help: exit %d, stdout:\n%s", code, out.String())
 	}
 	out.Reset()
