@@ -207,7 +207,7 @@ func apiDepsFromEnv(ctx context.Context, function string) (Deps, error) {
 		return Deps{}, err
 	}
 	logger := NewLogger(function)
-	d, err := awsDeps(ctx, cfg, logger)
+	d, err := awsDeps(ctx, cfg, function, logger)
 	if err != nil {
 		return Deps{}, err
 	}

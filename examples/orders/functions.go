@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/emf"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
 
@@ -161,14 +163,20 @@ func ConsumerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent
 	if err != nil {
 		return nil, err
 	}
-	d, err := awsDeps(ctx, cfg, NewLogger("orders-consumer"))
+	d, err := awsDeps(ctx, cfg, "orders-consumer", NewLogger("orders-consumer"))
 	if err != nil {
 		return nil, err
 	}
 	return NewConsumer(d)
 }
 
-func awsDeps(ctx context.Context, cfg Config, logger *slog.Logger) (Deps, error) {
+// awsDeps builds a deployed function's dependencies: the AWS clients, and a runner that
+// publishes its metrics (NewMetrics) on standard output.
+func awsDeps(ctx context.Context, cfg Config, function string, logger *slog.Logger) (Deps, error) {
+	metrics, err := NewMetrics(os.Stdout, function)
+	if err != nil {
+		return Deps{}, err
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return Deps{}, fmt.Errorf("orders: AWS configuration: %w", err)
@@ -182,9 +190,24 @@ func awsDeps(ctx context.Context, cfg Config, logger *slog.Logger) (Deps, error)
 	d := Deps{
 		Store: store, Orders: tables, Ledger: tables, Audit: tables, Logger: logger,
 		LeaseMargin: cfg.LeaseMargin, SafetyMargin: cfg.SafetyMargin, TestHooks: cfg.TestHooks,
+		RunnerOptions: []idem.Option{idem.WithObserver(metrics)},
 	}
 	if cfg.QueueURL != "" {
 		d.Publisher = SQSPublisher{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}
 	}
 	return d, nil
+}
+
+// MetricDimension is the dimension that names the function in the metrics NewMetrics
+// publishes; the template's alarms on idem's verdicts select by it.
+const MetricDimension = "FunctionName"
+
+// NewMetrics returns the observer that publishes a function's calls as CloudWatch
+// metrics (emf, namespace emf.DefaultNamespace) to w, with the function's name as
+// MetricDimension: Lambda's AWS_LAMBDA_FUNCTION_NAME, or function outside Lambda.
+func NewMetrics(w io.Writer, function string) (*emf.Emitter, error) {
+	if name := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
+		function = name
+	}
+	return emf.New(w, emf.WithDimension(MetricDimension, function))
 }

@@ -112,7 +112,7 @@ func StreamFromEnv(ctx context.Context) (func(context.Context, events.DynamoDBEv
 	if err != nil {
 		return nil, err
 	}
-	d, err := awsDeps(ctx, cfg, NewLogger("orders-stream"))
+	d, err := awsDeps(ctx, cfg, "orders-stream", NewLogger("orders-stream"))
 	if err != nil {
 		return nil, err
 	}
