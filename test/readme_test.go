@@ -272,3 +272,39 @@ func buildExample(t *testing.T, root, src string) string {
 	}
 	return bin
 }
+
+// TestDocsCiteRequiredVersions: where the README or a page of docs/ gives a full version of
+// a module that go.mod requires ("aws-lambda-go v1.54.0", "github.com/aws/aws-lambda-go@v1.54.0"),
+// it is the one go.mod requires.
+func TestDocsCiteRequiredVersions(t *testing.T) {
+	mod, root := readFile(t, "go.mod")
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(root, "README.md"))
+	cited := 0
+	for _, m := range regexp.MustCompile(`(?m)^\s*(\S+) (v\d+\.\d+\.\d+)`).FindAllStringSubmatch(mod, -1) {
+		path, want := m[1], m[2]
+		name := path[strings.LastIndex(path, "/")+1:]
+		if strings.HasPrefix(name, "v") && strings.Count(path, "/") > 2 { // a major version suffix: .../redis/go-redis/v9
+			name = path[strings.LastIndex(path[:strings.LastIndex(path, "/")], "/")+1:]
+		}
+		re := regexp.MustCompile("(?:^|[\\s(`])(?:" + regexp.QuoteMeta(path) + "|" + regexp.QuoteMeta(name) + ")`?(?:@| v| at v| is pinned at )(v?\\d+\\.\\d+\\.\\d+)\\b")
+		for _, page := range pages {
+			b, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range re.FindAllStringSubmatch(string(b), -1) {
+				cited++
+				if got := "v" + strings.TrimPrefix(c[1], "v"); got != want {
+					t.Errorf("%s cites %s %s; go.mod requires %s", filepath.Base(page), path, got, want)
+				}
+			}
+		}
+	}
+	if cited == 0 {
+		t.Error("no page cites a version of a required module: the pattern no longer matches the docs")
+	}
+}
