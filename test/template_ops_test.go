@@ -293,3 +293,29 @@ func TestDeploymentResourceTable(t *testing.T) {
 		t.Errorf("docs/deployment.md's table names %s, which the template does not have", name)
 	}
 }
+
+// TestLambdaDocFunctions: docs/lambda.md's example service says how many functions the
+// template deploys, and names each.
+func TestLambdaDocFunctions(t *testing.T) {
+	tpl, root := loadTemplate(t)
+	b, err := os.ReadFile(filepath.Join(root, "docs/lambda.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## The example service and its deployment\n")
+	if !ok {
+		t.Fatal("docs/lambda.md has no section \"The example service and its deployment\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	words := []string{"no", "one", "two", "three", "four", "five", "six"}
+	if want := "has " + words[len(functions)] + " functions deployed by the template"; !strings.Contains(section, want) {
+		t.Errorf("docs/lambda.md does not say %q", want)
+	}
+	res := tpl.get(t, "Resources")
+	for _, fn := range functions {
+		name := strings.TrimPrefix(res.get(t, fn.resource+".Properties.FunctionName").sub(), "${AWS::StackName}-")
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/lambda.md's example service does not name %s", name)
+		}
+	}
+}
