@@ -17,9 +17,9 @@ import (
 // alarm is what the tests read of a CloudWatch alarm of the template.
 type alarm struct {
 	name, namespace, metric, statistic, comparison, missing string
-	threshold                                              float64
-	dims                                                   map[string]string // name → value (a !Ref or !GetAtt as "!Ref X")
-	notifies                                               bool
+	threshold                                               float64
+	dims                                                    map[string]string // name → value (a !Ref or !GetAtt as "!Ref X")
+	notifies                                                bool
 }
 
 // alarms returns the template's alarms.
