@@ -95,7 +95,7 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 		return nil, err
 	}
 	live := makeEvents("f_live_inprogress", "seq", n, 0)
-	if err := prewriteInProgress(10*time.Minute)(b, st, live); err != nil {
+	if err := prewriteInProgress(liveLease)(b, st, live); err != nil {
 		return nil, err
 	}
 	if res.LiveCalls, err = count(live, do); err != nil {

@@ -141,5 +141,16 @@ func pollUntil(t *testing.T, p *esm.Poller, n int, done func(esm.Batch) bool) []
 	return nil
 }
 
+// testEnd is closed shortly before the test's deadline (go test -timeout), so that a wait
+// for an event that never comes fails with a message rather than a panic; it asserts
+// nothing about time.
+func testEnd(t *testing.T) <-chan time.Time {
+	d, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	return time.After(time.Until(d) - 10*time.Second)
+}
+
 // since returns the time since start, rounded for messages.
 func since(start time.Time) time.Duration { return time.Since(start).Round(10 * time.Millisecond) }

@@ -369,8 +369,8 @@ func TestRun(t *testing.T) {
 		if got != id {
 			t.Errorf("deleted %s, want %s", got, id)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not consume the message")
+	case <-testEnd(t):
+		t.Fatal("Run did not consume the message by the test's deadline")
 	}
 	cancel()
 	if err := <-ran; err != nil {
