@@ -35,6 +35,19 @@ func readFile(t *testing.T, name string) (string, string) {
 	return string(b), root
 }
 
+// docSection returns the part of a Markdown file of the repository under a second-level
+// heading ("## Dependencies"), up to the next one.
+func docSection(t *testing.T, name, heading string) string {
+	t.Helper()
+	md, _ := readFile(t, name)
+	_, section, ok := strings.Cut(md, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s has no section %q", name, heading)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
 // fence is a fenced code block of a Markdown file: its info string, its text and the
 // line it starts on (from 1).
 type fence struct {
@@ -137,13 +150,8 @@ func required(mod, path string) string {
 // TestReadmeDependencies: the README's dependency table names every module go.mod requires
 // directly, and no other.
 func TestReadmeDependencies(t *testing.T) {
-	md, _ := readFile(t, "README.md")
+	table := docSection(t, "README.md", "## Dependencies")
 	mod, _ := readFile(t, "go.mod")
-	_, table, ok := strings.Cut(md, "\n## Dependencies\n")
-	if !ok {
-		t.Fatal("README has no Dependencies section")
-	}
-	table, _, _ = strings.Cut(table, "\n## ")
 	named := map[string]bool{}
 	for _, m := range regexp.MustCompile("`((?:github\\.com|gopkg\\.in|golang\\.org|go\\.[a-z]+)/[^`]+)`").FindAllStringSubmatch(table, -1) {
 		named[m[1]] = true

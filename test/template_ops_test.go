@@ -249,14 +249,9 @@ var resourceTypes = map[string]string{
 // TestDeploymentResourceTable: docs/deployment.md's table of resources names every
 // resource of the template once, with its type, and nothing else.
 func TestDeploymentResourceTable(t *testing.T) {
-	tpl, root := loadTemplate(t)
-	b, err := os.ReadFile(filepath.Join(root, "docs/deployment.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(b), "\n## The template's resources\n")
-	_, table, ok2 := strings.Cut(section, "| --- | --- | --- |\n")
-	if !ok || !ok2 {
+	tpl, _ := loadTemplate(t)
+	_, table, ok := strings.Cut(docSection(t, "docs/deployment.md", "## The template's resources"), "| --- | --- | --- |\n")
+	if !ok {
 		t.Fatal("docs/deployment.md has no table under \"The template's resources\"")
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
@@ -297,16 +292,8 @@ func TestDeploymentResourceTable(t *testing.T) {
 // TestLambdaDocFunctions: docs/lambda.md's example service says how many functions the
 // template deploys, and names each.
 func TestLambdaDocFunctions(t *testing.T) {
-	tpl, root := loadTemplate(t)
-	b, err := os.ReadFile(filepath.Join(root, "docs/lambda.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(b), "\n## The example service and its deployment\n")
-	if !ok {
-		t.Fatal("docs/lambda.md has no section \"The example service and its deployment\"")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	tpl, _ := loadTemplate(t)
+	section := docSection(t, "docs/lambda.md", "## The example service and its deployment")
 	words := []string{"no", "one", "two", "three", "four", "five", "six"}
 	if want := "has " + words[len(functions)] + " functions deployed by the template"; !strings.Contains(section, want) {
 		t.Errorf("docs/lambda.md does not say %q", want)

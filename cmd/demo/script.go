@@ -9,10 +9,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/examples/orders"
+	"github.com/idemgo/idem/internal/dlq"
 	"github.com/idemgo/idem/internal/esm"
 )
 
@@ -230,18 +230,8 @@ func (st *stack) printBatch(b esm.Batch) {
 
 // queueHolds returns the messages the queue at url holds, visible or in flight.
 func (s *script) queueHolds(url string) (int, error) {
-	out, err := s.sqs.GetQueueAttributes(s.ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
-	if err != nil {
-		return 0, err
-	}
-	visible, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
-	return visible + inFlight, nil
+	visible, inFlight, err := dlq.Depth(s.ctx, s.sqs, url)
+	return visible + inFlight, err
 }
 
 // summary checks the end state and prints the summary line.

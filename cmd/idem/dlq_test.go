@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idemgo/idem/internal/dlq"
 	"github.com/idemgo/idem/internal/esm"
 )
 
@@ -42,13 +41,10 @@ func sqsFixture(t *testing.T) (*sqs.Client, esm.Queues) {
 
 func queueHolds(t *testing.T, c *sqs.Client, url string) (visible, inFlight int) {
 	t.Helper()
-	out, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	visible, inFlight, err := dlq.Depth(t.Context(), c, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 	return visible, inFlight
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -94,6 +95,29 @@ func ReceiveAnswer(msgs []types.Message) ([]byte, error) {
 		doc.Messages = append(doc.Messages, c)
 	}
 	return json.MarshalIndent(doc, "", "    ")
+}
+
+// DepthAPI is the part of the SQS client Depth calls.
+type DepthAPI interface {
+	// GetQueueAttributes reads the queue's message counts.
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// Depth returns how many messages the queue at url holds: visible, and in flight (received
+// and not yet deleted or visible again); SQS's approximate counts.
+func Depth(ctx context.Context, client DepthAPI, url string) (visible, inFlight int, err error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("dlq: depth of %s: %w", url, err)
+	}
+	visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	inFlight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return visible, inFlight, nil
 }
 
 // SourceAPI is the part of the SQS client SourceQueue calls.

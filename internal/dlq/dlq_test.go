@@ -54,17 +54,10 @@ func queues(t *testing.T, c *sqs.Client, fifo bool) esm.Queues {
 // held returns the messages the queue at url holds, visible and in flight.
 func held(t *testing.T, c *sqs.Client, url string) (visible, inFlight int) {
 	t.Helper()
-	out, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
+	visible, inFlight, err := dlq.Depth(t.Context(), c, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 	return visible, inFlight
 }
 

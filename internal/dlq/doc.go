@@ -2,7 +2,7 @@
 // cmd/idem's dlq command, the demo and the tests: Peek receives a queue's
 // messages and leaves them visible, ReceiveAnswer writes them as `aws sqs
 // receive-message` prints them (the input of `idem inspect --sqs-event`),
-// SourceQueue finds the queue whose redrive policy names a dead-letter
+// Depth counts a queue's messages, SourceQueue finds the queue whose redrive policy names a dead-letter
 // queue, and Redrive moves a dead-letter queue's messages back to a source
 // queue.
 //

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/examples/orders"
@@ -84,17 +82,10 @@ func (s *queued) send(body string) string {
 // held returns the messages a queue holds, visible or in flight.
 func (s *queued) held(url string) int {
 	s.t.Helper()
-	out, err := s.client.GetQueueAttributes(s.t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
+	visible, inFlight, err := dlq.Depth(s.t.Context(), s.client, url)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	visible, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 	return visible + inFlight
 }
 
