@@ -57,7 +57,9 @@ func (c *call) claim(prev *core.Record, now time.Time, p core.Policy) (core.Reco
 // storeAcquire is the call's one-write reservation, timed.
 func (c *call) storeAcquire(a Acquirer, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
 	t := c.r.cfg.now()
-	got, prev, err := a.Acquire(c.ctx, rec, now, p)
+	ctx, end := c.r.traceStore(c.ctx, OpAcquire)
+	got, prev, err := a.Acquire(ctx, rec, now, p)
+	end(err)
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return got, prev, err
 }

@@ -52,6 +52,7 @@ type config struct {
 	retryReserve    time.Duration
 	backoff         core.BackoffFunc
 	observer        Observer
+	tracer          Tracer
 	disabled        bool
 	classifiers     []core.Classifier
 	now             func() time.Time
@@ -60,6 +61,7 @@ type config struct {
 	token           func() string
 	logger          *slog.Logger
 	cacheSize       int
+	cacheTTL        time.Duration
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
 }

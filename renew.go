@@ -183,7 +183,9 @@ func (rn *renewal) extend() bool {
 			until = minTime(until, rn.cap)
 		}
 		ctx, cancel := context.WithTimeout(rn.ctx, limit.Sub(now))
+		ctx, end := rn.c.r.traceStore(ctx, OpRenewLease)
 		rec, err := rn.store.RenewLease(ctx, rn.rec, until, now)
+		end(err)
 		cancel()
 		rn.calls, rn.spent = rn.calls+1, rn.spent+cfg.now().Sub(now)
 		switch {

@@ -81,6 +81,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		sleep:           sleepCtx,
 		rand:            mrand.Float64,
 		token:           randomToken,
+		cacheTTL:        DefaultCacheTTL,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -100,8 +101,9 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		r.handlerChain = append(platform, c.classifiers...)
 		r.storeChain = append(platform, core.DefaultClassifiers...)
 	}
+	r.cfg.tracer = c.tracerOrObserver()
 	if c.cacheSize > 0 {
-		r.cache = newResultCache(c.cacheSize)
+		r.cache = newResultCache(c.cacheSize, c.cacheTTL)
 	}
 	return r, nil
 }
@@ -151,20 +153,44 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
-	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
+	c := r.newCall(ctx, key)
+	if c.endSpan != nil {
+		defer c.endPanicked()
+	}
 	var out Outcome
 	var err error
 	if r.cfg.disabled {
-		out, err = r.unprotected(context.WithValue(ctx, unprotectedKey{}, key), fn)
+		out, err = r.unprotected(context.WithValue(c.ctx, unprotectedKey{}, key), fn)
 	} else {
 		out, err = c.do(payload, fn)
 	}
+	return c.end(out, err)
+}
+
+// newCall starts a call of key: its clock and, with a tracer, its span.
+func (r *Runner) newCall(ctx context.Context, key string) *call {
+	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
+	c.startCall()
+	return c
+}
+
+// end is the end of every call, the one place where its verdict is
+// reported: it sets the verdict an error implies, logs the call, observes
+// it (Observer) and ends its span (Tracer), and returns out and err.
+func (c *call) end(out Outcome, err error) (Outcome, error) {
 	if err != nil {
 		out.Verdict = VerdictOf(err)
 	}
-	r.log(ctx, key, out, err)
-	if r.cfg.observer != nil {
-		r.cfg.observer.Observe(ctx, c.observation(out, err))
+	c.r.log(c.ctx, c.key, out, err)
+	if c.r.cfg.observer == nil && c.endSpan == nil {
+		return out, err
+	}
+	o := c.observation(out, err)
+	if c.r.cfg.observer != nil {
+		c.r.cfg.observer.Observe(c.ctx, o)
+	}
+	if c.endSpan != nil {
+		c.endSpan(o)
 	}
 	return out, err
 }
@@ -187,6 +213,8 @@ type call struct {
 	// staged holds the writes the last try staged (Stage), committed with
 	// its success.
 	staged []any
+	// endSpan ends the call's span (Tracer); nil without a tracer.
+	endSpan func(Observation)
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -233,7 +261,9 @@ func (r *Runner) window(ctx context.Context, now time.Time) window {
 // storeReserve and storeComplete are the call's store writes, timed.
 func (c *call) storeReserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
 	t := c.r.cfg.now()
+	ctx, end := c.r.traceStore(ctx, OpReserve)
 	err := c.r.store.Reserve(ctx, rec, prev, now)
+	end(err)
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return err
 }
@@ -243,9 +273,13 @@ func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record,
 	var stored core.Record
 	var err error
 	if sc, ok := c.r.store.(StagedCompleter); ok && rec.Status == core.StatusSucceeded && len(c.staged) > 0 {
+		ctx, end := c.r.traceStore(ctx, OpCompleteStaged)
 		stored, err = sc.CompleteStaged(ctx, rec, c.staged)
+		end(err)
 	} else {
+		ctx, end := c.r.traceStore(ctx, OpComplete)
 		stored, err = c.r.store.Complete(ctx, rec)
+		end(err)
 	}
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return stored, err
@@ -275,7 +309,7 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 			existing, d, now = c.await(existing, d, now)
 		}
 		if d.Action != core.Execute {
-			return c.r.answer(existing, d)
+			return c.r.answer(existing, d, now)
 		}
 		if round >= 2 {
 			// The record changed under us twice: someone else is racing
@@ -286,15 +320,15 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 	}
 }
 
-// answer maps a decision other than Execute on the stored record to the
-// call's outcome.
-func (r *Runner) answer(existing core.Record, d core.Decision) (Outcome, error) {
+// answer maps a decision other than Execute on the stored record, read at
+// now, to the call's outcome.
+func (r *Runner) answer(existing core.Record, d core.Decision, now time.Time) (Outcome, error) {
 	switch d.Action {
 	case core.Replay:
 		out := Outcome{Verdict: Replayed, Replayed: true, Attempts: existing.Attempts, ResultOmitted: existing.ResultOmitted}
 		if existing.Status == core.StatusSucceeded {
 			out.Result = existing.Result
-			r.cache.add(existing)
+			r.cache.add(existing, now)
 		}
 		return out, d.Err
 	case core.InProgress:
@@ -412,7 +446,7 @@ func (c *call) succeed(rec core.Record, result []byte, now time.Time) (Outcome, 
 		out.Result = result
 		return out, err
 	}
-	c.r.cache.add(stored)
+	c.r.cache.add(stored, now)
 	out := c.outcome(rec, &stored)
 	out.Verdict, out.Result = Executed, result
 	return out, nil
@@ -490,6 +524,9 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
 	switch out.Verdict {
 	case OutcomeNotRecorded, StoreFailed, FailedPermanently, RetriesExhausted, KeyReused:
 		level = slog.LevelWarn
+	}
+	if errors.Is(err, ErrMisconfigured) {
+		level = slog.LevelError // no call succeeds until someone fixes it
 	}
 	r.cfg.logger.LogAttrs(ctx, level, "idem", a...)
 }

@@ -221,7 +221,9 @@ func (x *execution) write(ctx context.Context, step core.Step) (maybeApplied boo
 			return maybeApplied, err
 		}
 		now := cfg.now()
-		err := sr.RecordStep(ctx, x.key, x.token, step, now)
+		sctx, end := x.c.r.traceStore(ctx, OpRecordStep)
+		err := sr.RecordStep(sctx, x.key, x.token, step, now)
+		end(err)
 		x.count(cfg.now().Sub(now))
 		if err == nil {
 			return false, nil

@@ -73,6 +73,13 @@ var (
 	// stored record is no longer the one the caller read (it was taken
 	// over, completed or retried since).
 	ErrRecordChanged = errors.New("idem: record changed since it was read")
+	// ErrMisconfigured: the store's configuration does not fit what it
+	// stores in (ddbstore: a table whose key schema is not the one the
+	// store's options describe), so every call fails alike until the
+	// configuration is fixed. Stores wrap it in such errors, which are
+	// permanent; the runner logs them at ERROR (verdict StoreFailed, or
+	// OutcomeNotRecorded when a completion revealed it).
+	ErrMisconfigured = errors.New("idem: store misconfigured")
 )
 
 // Releaser is an optional capability of a Store: deleting a key's record on

@@ -213,7 +213,9 @@ func (c *call) pollDelay(poll int, retryAt, now time.Time) (time.Duration, bool)
 // writes.
 func (c *call) storeGet(now time.Time) (core.Record, error) {
 	t := c.r.cfg.now()
-	rec, err := c.r.store.Get(c.ctx, c.key, now)
+	ctx, end := c.r.traceStore(c.ctx, OpGet)
+	rec, err := c.r.store.Get(ctx, c.key, now)
+	end(err)
 	c.storeCalls, c.storeTime = c.storeCalls+1, c.storeTime+c.r.cfg.now().Sub(t)
 	return rec, err
 }

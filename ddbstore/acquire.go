@@ -81,7 +81,7 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		t := s.translate("acquire", err)
+		t := s.translate(ctx, "acquire", err)
 		if errors.Is(t.err, ErrAccessDenied) {
 			s.noUpdate.Store(true)
 			return s.acquireByPut(ctx, rec, now, p)

@@ -90,7 +90,7 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return s.translate(op, err).err
+		return s.translate(ctx, op, err).err
 	}
 	stored, found, err := s.blocking(ctx, op, ccf, rec.Key)
 	if err != nil {
@@ -173,7 +173,7 @@ func (s *Store) List(ctx context.Context, in ListInput) (ListPage, error) {
 	}
 	out, err := client.Scan(ctx, scan)
 	if err != nil {
-		return ListPage{}, s.translate(op, err).err
+		return ListPage{}, translateErr(op, s.table, err).err
 	}
 	page := ListPage{Scanned: int(out.ScannedCount), Records: make([]core.Record, 0, len(out.Items))}
 	if c := out.ConsumedCapacity; c != nil {
@@ -288,14 +288,14 @@ func (s *Store) scanInput(in ListInput) (*dynamodb.ScanInput, error) {
 // usable (not being created or deleted) and has the key schema a Store
 // configured with opts expects: a string partition key named as configured
 // and, with WithSortKey or WithSortKeyFunc, a string sort key named as
-// configured, else no sort key. It returns nil, or an *Error wrapping
-// ErrTableNotFound, ErrSchemaMismatch or, for the call's own failures, the
-// sentinel it translates to (ErrAccessDenied, ErrThrottled, ...). Tools call
-// it before they use a table they did not create; the store itself never
-// does. The TTL attribute cannot be checked this way (DescribeTable does not
-// report it).
+// configured, else no sort key. It returns nil, or an *Error wrapping a
+// *SchemaError (ErrSchemaMismatch, with the options that fix it),
+// ErrTableNotFound or, for the call's own failures, the sentinel it
+// translates to (ErrAccessDenied, ErrThrottled, ...). Tools call it before
+// they use a table they did not create; a store checks its own with
+// Store.CheckTable. The TTL attribute cannot be checked this way
+// (DescribeTable does not report it).
 func CheckTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, opts ...Option) error {
-	const op = "check table"
 	if client == nil {
 		return errors.New("ddbstore: nil client")
 	}
@@ -303,22 +303,29 @@ func CheckTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, tab
 	if err != nil {
 		return err
 	}
-	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	_, err = checkTable(ctx, client, table, &o.layout)
+	return err
+}
+
+// checkTable describes table and checks it for l: it returns the table's
+// description, and the error CheckTable describes.
+func checkTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, l *layout, optFns ...func(*dynamodb.Options)) (*types.TableDescription, error) {
+	const op = "check table"
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, optFns...)
 	if err != nil {
-		return translateErr(op, table, err).err
+		return nil, translateErr(op, table, err).err
 	}
 	if out.Table == nil {
-		return core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: DescribeTable returned no table", ErrTableNotFound)})
+		return nil, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: DescribeTable returned no table", ErrTableNotFound)})
 	}
 	switch st := out.Table.TableStatus; st {
 	case types.TableStatusCreating, types.TableStatusDeleting, types.TableStatusArchiving, types.TableStatusArchived:
-		return core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: table is %s", ErrTableNotFound, st)})
+		return out.Table, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: table is %s", ErrTableNotFound, st)})
 	}
-	if !o.schemaMatches(out.Table) {
-		return core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: want %s, table has %s",
-			ErrSchemaMismatch, o.describeLayoutSchema(), describeSchema(out.Table))})
+	if m := l.mismatch(table, out.Table); m != nil {
+		return out.Table, core.MarkPermanent(&Error{Op: op, Table: table, Err: m})
 	}
-	return nil
+	return out.Table, nil
 }
 
 // describeSchema names a table's key attributes, roles and types, as in

@@ -180,6 +180,16 @@
 // a Scan, decoded, with the read capacity it consumed; CheckTable checks a
 // table's key schema with one DescribeTable.
 //
+// # A table keyed otherwise
+//
+// A table whose key schema is not the one the options describe makes
+// DynamoDB refuse every call with a ValidationException. On the first, the
+// store describes its table (one DescribeTable, kept for the store's life)
+// and answers a *SchemaError that names the table's key schema, the
+// store's and the options that fix it (ErrSchemaMismatch and
+// idem.ErrMisconfigured, permanent; the runner logs it at ERROR).
+// Store.CheckTable makes the same check at cold start.
+//
 // # Transactional completion
 //
 // A handler may stage its own DynamoDB writes (Stage, with a client that

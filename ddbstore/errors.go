@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/awsclassify"
 	"github.com/idemgo/idem/core"
 )
@@ -51,12 +52,54 @@ var (
 	// (missing key or status, a number out of range, a result whose encoding
 	// is unknown or whose compressed body is damaged). Permanent.
 	ErrCorruptRecord = errors.New("ddbstore: corrupt record")
-	// ErrSchemaMismatch: CreateTable or CheckTable found a table whose key
-	// schema is not the one the options describe: a string partition key
-	// named as configured and, with WithSortKey or WithSortKeyFunc, a string
-	// sort key named as configured, else none. Permanent.
+	// ErrSchemaMismatch: the table's key schema is not the one the options
+	// describe (a string partition key named as configured and, with
+	// WithSortKey or WithSortKeyFunc, a string sort key named as
+	// configured, else none), as CreateTable, CheckTable or Store.CheckTable
+	// found, or as a store call refused as invalid revealed. Found in a
+	// *SchemaError, which says what fixes it. Permanent.
 	ErrSchemaMismatch = errors.New("ddbstore: table key schema does not match")
 )
+
+// SchemaError is a table whose key schema is not the one the store's
+// options describe (ErrSchemaMismatch), a misconfiguration no retry
+// mends: errors.Is finds ErrSchemaMismatch and idem.ErrMisconfigured in it
+// (the runner logs it at ERROR), and, when a store call revealed it,
+// ErrInvalidRequest and DynamoDB's error. Found with errors.As inside the
+// store's *Error.
+type SchemaError struct {
+	// Table is the table's name.
+	Table string
+	// Have is the table's key schema, as DescribeTable reports it:
+	// "id (HASH, S)", or "PK (HASH, S), SK (RANGE, S)".
+	Have string
+	// Want is the key schema the store's options need.
+	Want string
+	// Fix names the options that give the store the table's key schema
+	// (ddbstore.WithKeyAttribute("id")), or says that none can.
+	Fix string
+	// Err is the store call's error that revealed the mismatch (it wraps
+	// ErrInvalidRequest and DynamoDB's ValidationException), or nil when a
+	// check of the table found it.
+	Err error
+}
+
+// Error names both key schemas and the fix.
+func (e *SchemaError) Error() string {
+	msg := fmt.Sprintf("%v: want %s, table has %s; %s", ErrSchemaMismatch, e.Want, e.Have, e.Fix)
+	if e.Err != nil {
+		msg += " (" + e.Err.Error() + ")"
+	}
+	return msg
+}
+
+// Unwrap returns ErrSchemaMismatch, idem.ErrMisconfigured and Err.
+func (e *SchemaError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrSchemaMismatch, idem.ErrMisconfigured}
+	}
+	return []error{ErrSchemaMismatch, idem.ErrMisconfigured, e.Err}
+}
 
 // Error is a failure of a store operation on a table. Err wraps one of the
 // package's sentinel errors and, where there is one, the SDK's error, so both
@@ -124,11 +167,33 @@ type translated struct {
 	maybeApplied bool
 }
 
-// translate maps an SDK error to the store's errors, once, by type and error
-// code (never by message text). Conditional-check failures are handled by
-// the callers before translate is reached.
-func (s *Store) translate(op string, err error) translated {
-	return translateErr(op, s.table, err)
+// translate maps an SDK error of a call that names a key of the store's
+// table (every call but a Scan) to the store's errors, once, by type and
+// error code (never by message text). Conditional-check failures are
+// handled by the callers before translate is reached.
+//
+// DynamoDB refuses a key that does not fit the table's key schema with a
+// ValidationException, as it refuses other invalid requests. On one, the
+// store reads the table's key schema (one DescribeTable for the store's
+// life, made with ctx; see Store.CheckTable) and, if it is not the one its
+// options describe, answers a *SchemaError that says what fixes it.
+func (s *Store) translate(ctx context.Context, op string, err error) translated {
+	t := translateErr(op, s.table, err)
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
+		return t
+	}
+	mismatch, why := s.schema.known(ctx, s)
+	switch {
+	case mismatch != nil:
+		mismatch.Err = fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		t.err = core.MarkPermanent(&Error{Op: op, Table: s.table, Err: mismatch})
+	case why != "":
+		t.err = core.MarkPermanent(&Error{Op: op, Table: s.table, Err: fmt.Errorf("%w: %w (if the table's key schema is not %s, "+
+			"the store's options are wrong: WithKeyAttribute, WithSortKey; its key schema could not be read to tell: %s)",
+			ErrInvalidRequest, err, s.describeLayoutSchema(), why)})
+	}
+	return t
 }
 
 func translateErr(op, table string, err error) translated {

@@ -351,6 +351,51 @@ func (l *layout) describeLayoutSchema() string {
 	return fmt.Sprintf("a string partition key %q and a string sort key %q", l.keyAttr, l.sortAttr)
 }
 
+// mismatch returns the *SchemaError of table t, whose key schema is not the
+// layout's (schemaMatches is false), or nil if it is the layout's.
+func (l *layout) mismatch(table string, t *types.TableDescription) *SchemaError {
+	if l.schemaMatches(t) {
+		return nil
+	}
+	return &SchemaError{Table: table, Have: describeSchema(t), Want: l.describeLayoutSchema(), Fix: l.fixFor(t)}
+}
+
+// fixFor names the options that would give the layout table t's key
+// schema, or says that no option can.
+func (l *layout) fixFor(t *types.TableDescription) string {
+	attrTypes := map[string]types.ScalarAttributeType{}
+	for _, a := range t.AttributeDefinitions {
+		attrTypes[aws.ToString(a.AttributeName)] = a.AttributeType
+	}
+	var hash, sort string
+	for _, k := range t.KeySchema {
+		name := aws.ToString(k.AttributeName)
+		if attrTypes[name] != types.ScalarAttributeTypeS {
+			return fmt.Sprintf("no option fixes it: the store's key attributes are strings, and the table's %q is not; "+
+				"use a table made for the store (ddbstore.CreateTable, the SAM template)", name)
+		}
+		if k.KeyType == types.KeyTypeHash {
+			hash = name
+		} else {
+			sort = name
+		}
+	}
+	var opts []string
+	if hash != "" && hash != l.keyAttr {
+		opts = append(opts, fmt.Sprintf("ddbstore.WithKeyAttribute(%q)", hash))
+	}
+	switch {
+	case sort == "" && l.sortAttr != "":
+		opts = append(opts, "no WithSortKey or WithSortKeyFunc (the table has no sort key)")
+	case sort != "" && sort != l.sortAttr:
+		opts = append(opts, fmt.Sprintf("ddbstore.WithSortKey(%q, value) or WithSortKeyFunc (a table shared with other items: see WithKeyPrefix)", sort))
+	}
+	if len(opts) == 0 {
+		return "use a table made for the store (ddbstore.CreateTable, the SAM template)"
+	}
+	return "configure the store with " + strings.Join(opts, " and ")
+}
+
 // scanFilter returns the Scan filter that keeps the layout's items (and
 // only records of status, when it is set), with its names and values; an
 // empty expression when there is nothing to filter.

@@ -62,7 +62,7 @@ func (s *Store) RenewLease(ctx context.Context, rec core.Record, until, now time
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		t := s.translate(op, err)
+		t := s.translate(ctx, op, err)
 		if t.maybeApplied && ctx.Err() == nil {
 			if stored, found, rerr := s.read(ctx, op, rec.Key); rerr == nil && found && core.Renewed(stored, rec.LeaseToken, renewed.LeaseUntil) {
 				return stored, nil

@@ -86,7 +86,7 @@ func (s *Store) RecordStep(ctx context.Context, key, leaseToken string, step cor
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return s.translate(op, err).err
+		return s.translate(ctx, op, err).err
 	}
 	stored, found, err := s.blocking(ctx, op, ccf, key)
 	if err != nil {

@@ -153,6 +153,8 @@ type Store struct {
 	// noUpdate is set once UpdateItem was refused for access (a policy
 	// that grants PutItem and GetItem only): Acquire then uses PutItem.
 	noUpdate atomic.Bool
+	// schema is what the store knows of its table's key schema.
+	schema schemaCheck
 }
 
 var _ idem.Store = (*Store)(nil)
@@ -228,7 +230,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			t := s.translate(op, err)
+			t := s.translate(ctx, op, err)
 			if t.maybeApplied && s.ownReservation(ctx, rec) {
 				return nil
 			}
@@ -332,7 +334,7 @@ func (s *Store) readFor(ctx context.Context, op, key string, load loadFunc) (cor
 		ConsistentRead: aws.Bool(true),
 	}, s.calls.fns...)
 	if err != nil {
-		return core.Record{}, false, s.translate(op, err).err
+		return core.Record{}, false, s.translate(ctx, op, err).err
 	}
 	if len(out.Item) == 0 {
 		return core.Record{}, false, nil
@@ -393,7 +395,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return core.Record{}, s.translate(op, err).err
+		return core.Record{}, s.translate(ctx, op, err).err
 	}
 	existing, found, rerr := s.blocking(ctx, op, ccf, rec.Key)
 	if rerr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -110,9 +111,8 @@ func createAndWait(ctx context.Context, client TableAPI, table string, o options
 	if err != nil {
 		return false, translateErr(op, table, err).err
 	}
-	if !created && !o.schemaMatches(desc.Table) {
-		return false, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: want %s, table has %s",
-			ErrSchemaMismatch, o.describeLayoutSchema(), describeSchema(desc.Table))})
+	if m := o.mismatch(table, desc.Table); !created && m != nil {
+		return false, core.MarkPermanent(&Error{Op: op, Table: table, Err: m})
 	}
 	return created, nil
 }
@@ -147,4 +147,81 @@ func enableTTL(ctx context.Context, client TableAPI, table, ttlAttr string) (boo
 func unknownOperation(err error) bool {
 	var api smithy.APIError
 	return errors.As(err, &api) && api.ErrorCode() == "UnknownOperationException"
+}
+
+// CheckTable checks the store's table, with one DescribeTable call through
+// the store's client, as the package's CheckTable does for the store's
+// options, and keeps what it found for the store's life: a store call
+// DynamoDB later refuses as invalid is then explained without another
+// DescribeTable (see SchemaError). Call it once where a misconfigured table
+// should stop the program before any work: a Lambda function's
+// initialisation, whose failure Lambda reports (Runtime.InitError) before
+// any event is taken. It needs the client to have DescribeTable (a
+// *dynamodb.Client has) and the caller's credentials the
+// dynamodb:DescribeTable permission. The store never calls it itself.
+func (s *Store) CheckTable(ctx context.Context) error {
+	dc, ok := s.client.(dynamodb.DescribeTableAPIClient)
+	if !ok {
+		return fmt.Errorf("ddbstore: check table %q: the store's client (%T) has no DescribeTable", s.table, s.client)
+	}
+	desc, err := checkTable(ctx, dc, s.table, &s.layout, s.calls.fns...)
+	if desc != nil {
+		s.schema.keep(s.mismatch(s.table, desc))
+	}
+	return err
+}
+
+// schemaCheck is what a store knows of its table's key schema: nothing
+// until one DescribeTable (Store.CheckTable, or translate after a
+// ValidationException) answered, then whether it is the store's. Its zero
+// value knows nothing; safe for concurrent use (mu guards the rest, and is
+// held during the DescribeTable, so that one call is made).
+type schemaCheck struct {
+	mu       sync.Mutex
+	done     bool
+	mismatch *SchemaError // the table's mismatch, or nil: it matches or could not be read
+	why      string       // why the table could not be read, or ""
+}
+
+// known returns the table's mismatch (a copy, nil if none) or why the key
+// schema could not be read, describing the table first if no answer is
+// kept. An answer is kept unless the DescribeTable failed transiently.
+func (c *schemaCheck) known(ctx context.Context, s *Store) (*SchemaError, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.describe(ctx, s)
+	}
+	if c.mismatch == nil {
+		return nil, c.why
+	}
+	m := *c.mismatch
+	return &m, c.why
+}
+
+// describe makes the DescribeTable, with mu held.
+func (c *schemaCheck) describe(ctx context.Context, s *Store) {
+	dc, ok := s.client.(dynamodb.DescribeTableAPIClient)
+	if !ok {
+		c.done, c.why = true, fmt.Sprintf("the store's client (%T) has no DescribeTable", s.client)
+		return
+	}
+	out, err := dc.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, s.calls.fns...)
+	if err == nil && out.Table == nil {
+		err = errors.New("DescribeTable returned no table")
+	}
+	if err != nil {
+		t := translateErr("check table", s.table, err)
+		c.done, c.why = core.Classify(t.err) != core.Transient, t.err.Error()
+		return
+	}
+	c.done, c.mismatch, c.why = true, s.mismatch(s.table, out.Table), ""
+}
+
+// keep records the answer of a DescribeTable made by Store.CheckTable: the
+// table's mismatch, or nil.
+func (c *schemaCheck) keep(m *SchemaError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done, c.mismatch, c.why = true, m, ""
 }

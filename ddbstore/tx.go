@@ -248,7 +248,7 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 		// will be known to a retry.
 		return core.Record{}, core.MarkTransient(&Error{Op: op, Table: s.table, Err: fmt.Errorf("%w: %w", ErrUnavailable, err)})
 	}
-	return core.Record{}, s.translate(op, err).err
+	return core.Record{}, s.translate(ctx, op, err).err
 }
 
 // completePut is the write of a completion, with Complete's condition:

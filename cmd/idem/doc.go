@@ -13,7 +13,7 @@
 //	idem inspect --table T --sqs-event FILE --key-source body:FIELD|attribute:NAME|dedup|message-id --action NAME [--message N]
 //	idem inspect --table T --http-event FILE --kind rest|httpapi|url
 //	idem list    --table T [--status STATE] [--prefix P] [--limit N] [--next TOKEN] [--max-rcu N]
-//	idem release --table T (key flags as for inspect) [--fence F] [--yes] [--force]
+//	idem release --table T (key flags as for inspect) [--fence F] [--yes] [--force] [--cache-ttl D]
 //	idem stats   --table T [--next TOKEN] [--max-rcu N]
 //	idem dlq peek    --queue-url URL [--max N] > dlq.json
 //	idem dlq redrive --queue-url URL [--to URL]
@@ -42,7 +42,10 @@
 // DeleteItem that deletes it only if it is still the record that was read
 // (lease token, status and attempt), by release itself or, with --fence, by
 // an earlier inspect. It asks for confirmation unless --yes, and refuses an
-// in-progress record whose lease is live unless --force.
+// in-progress record whose lease is live unless --force. Releasing a success
+// says until when warm processes whose runner caches outcomes
+// (idem.WithCache) may still replay it from memory: now plus their cache TTL
+// (--cache-ttl, default idem.DefaultCacheTTL).
 //
 // A record's state is its stored status, refined: in_progress (lease live),
 // stuck (in progress, lease ended: the next delivery takes it over),

@@ -19,6 +19,10 @@ type releaseView struct {
 	KeyHash  string     `json:"key_hash"`
 	Record   recordView `json:"record"`
 	Fence    string     `json:"fence"`
+	// CacheReplayUntil is, for a released success, when the caches of
+	// warm runners (idem.WithCache) have certainly dropped it: until then
+	// a process that cached it may still replay it.
+	CacheReplayUntil string `json:"cache_replay_until,omitempty"`
 }
 
 func (c *cli) release(ctx context.Context, args []string) error {
@@ -29,8 +33,12 @@ func (c *cli) release(ctx context.Context, args []string) error {
 	yes := o.fs.Bool("yes", false, "release without asking for confirmation")
 	force := o.fs.Bool("force", false, "release an in-progress record even while its lease lives (a second execution may then run beside the first)")
 	maxAttempts := o.fs.Int("max-attempts", idem.DefaultMaxAttempts, "the runner's WithMaxAttempts, for the next call's decision shown")
+	cacheTTL := o.fs.Duration("cache-ttl", idem.DefaultCacheTTL, "the runners' WithCacheTTL, for how long a warm process may still replay a released success")
 	if err := o.parse(args); err != nil {
 		return err
+	}
+	if *cacheTTL <= 0 {
+		return usageErrorf("--cache-ttl %v: want a positive duration (the runners' WithCacheTTL)", *cacheTTL)
 	}
 	key, source, err := k.resolve()
 	if err != nil {
@@ -67,10 +75,28 @@ func (c *cli) release(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	if o.json {
-		return writeJSON(c.stdout, releaseView{Released: true, Table: v.Table, KeyHash: v.KeyHash, Record: *v.Record, Fence: v.Fence})
+	return c.released(o.json, rec, v, now, *cacheTTL)
+}
+
+// released reports a deleted record. A success may still be replayed by
+// the warm processes that cached it (idem.WithCache), for at most their
+// cache TTL from now: the report says until when.
+func (c *cli) released(asJSON bool, rec core.Record, v inspectView, now time.Time, cacheTTL time.Duration) error {
+	var until string
+	if rec.Status == core.StatusSucceeded {
+		until = now.Add(cacheTTL).UTC().Format(time.RFC3339)
 	}
-	_, err = fmt.Fprintf(c.stdout, "\nreleased: the record of key hash %s is deleted; the key's next call runs the handler as a new key (attempt 1)\n", v.KeyHash)
+	if asJSON {
+		return writeJSON(c.stdout, releaseView{Released: true, Table: v.Table, KeyHash: v.KeyHash, Record: *v.Record, Fence: v.Fence, CacheReplayUntil: until})
+	}
+	if _, err := fmt.Fprintf(c.stdout, "\nreleased: the record of key hash %s is deleted; the key's next call runs the handler as a new key (attempt 1)\n", v.KeyHash); err != nil {
+		return err
+	}
+	if until == "" {
+		return nil
+	}
+	_, err := fmt.Fprintf(c.stdout, "warm processes whose runner caches outcomes (idem.WithCache) may still replay this success from memory "+
+		"until %s (for up to %s, their WithCacheTTL; --cache-ttl if they set another)\n", until, cacheTTL)
 	return err
 }
 

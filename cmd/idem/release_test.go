@@ -135,3 +135,38 @@ func TestReleaseLiveLease(t *testing.T) {
 	mustCmd(t, exitOK, now, nil, "release", "--table", f.table, "--key", key, "--force", "--yes")
 	mustCmd(t, exitNotFound, now, nil, "inspect", "--table", f.table, "--key", key)
 }
+
+// Releasing a success says until when warm runners with a cache may still
+// replay it (now plus their cache TTL); releasing a failure, which no cache
+// holds, says nothing of the kind.
+func TestReleaseSaysHowLongCachesReplay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	now := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name, key string
+		spec      spec
+		args      []string
+		want      string // the line's until, or "" for no line
+	}{
+		{"success, default TTL", "evt:release:cache-1", spec{status: core.StatusSucceeded, done: time.Minute}, nil,
+			now.Add(idem.DefaultCacheTTL).UTC().Format(time.RFC3339)},
+		{"success, --cache-ttl", "evt:release:cache-2", spec{status: core.StatusSucceeded, done: time.Minute}, []string{"--cache-ttl", "5m"},
+			now.Add(5 * time.Minute).UTC().Format(time.RFC3339)},
+		{"failure", "evt:release:cache-3", spec{status: core.StatusFailed, errText: "card declined", done: time.Minute}, nil, ""},
+	} {
+		f.put(t, tc.key, tc.spec)
+		args := append([]string{"release", "--table", f.table, "--key", tc.key, "--yes"}, tc.args...)
+		r := mustCmd(t, exitOK, now, nil, args...)
+		line := "may still replay this success from memory until " + tc.want
+		if got := strings.Contains(r.stdout, "may still replay"); got != (tc.want != "") || (got && !strings.Contains(r.stdout, line)) {
+			t.Errorf("%s: stdout lacks %q (or has it for a failure):\n%s", tc.name, line, r.stdout)
+		}
+	}
+	f.put(t, "evt:release:cache-4", spec{status: core.StatusSucceeded, done: time.Minute})
+	rel := decodeJSON[releaseView](t, mustCmd(t, exitOK, now, nil, "release", "--table", f.table, "--key", "evt:release:cache-4", "--yes", "--json").stdout)
+	if rel.CacheReplayUntil != now.Add(idem.DefaultCacheTTL).UTC().Format(time.RFC3339) {
+		t.Errorf("JSON cache_replay_until = %q", rel.CacheReplayUntil)
+	}
+	mustCmd(t, exitUsage, now, nil, "release", "--table", f.table, "--key", "evt:release:cache-4", "--cache-ttl", "0s", "--yes")
+}
