@@ -12,7 +12,7 @@
 //	idem inspect --table T --key KEY
 //	idem inspect --table T --sqs-event FILE --key-source body:FIELD|attribute:NAME|dedup|message-id --action NAME [--message N]
 //	idem inspect --table T --http-event FILE --kind rest|httpapi|url
-//	idem list    --table T [--status STATE] [--prefix P] [--limit N] [--next TOKEN] [--max-rcu N]
+//	idem list    --table T [--status STATE] [--prefix P] [--action A] [--limit N] [--next TOKEN] [--max-rcu N]
 //	idem release --table T (key flags as for inspect) [--fence F] [--yes] [--force] [--cache-ttl D]
 //	idem stats   --table T [--next TOKEN] [--max-rcu N]
 //	idem dlq peek    --queue-url URL [--max N] > dlq.json
@@ -62,9 +62,11 @@
 // counts them apart. list --prefix keeps the records whose key, as the
 // store holds it (after --key-prefix's prefix), begins with the prefix: the
 // way to find one function's records in a table that several share, when
-// each function's store has its own ddbstore.WithKeyPrefix. The action
-// name an SQS wrapper keys by cannot be filtered on: it is hashed into the
-// key with the event id (idemlambda.EventKey).
+// each function's store has its own ddbstore.WithKeyPrefix. list --action
+// keeps the records whose key names the action, as keys given verbatim in
+// the scheme evt:<event-id>:<action> do; the wrappers' keys hash the action
+// with the event id (idemlambda.EventKey), so list counts those apart and
+// says so.
 //
 // dlq peek writes up to --max (10) messages of a dead-letter queue to
 // stdout as `aws sqs receive-message` prints them, the file inspect

@@ -18,6 +18,7 @@ import (
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
 	"github.com/idemgo/idem/internal/fakeclock"
+	idemlambda "github.com/idemgo/idem/lambda"
 )
 
 // mixed is the table of TestList and TestStats, at listNow: each state's
@@ -372,5 +373,40 @@ func TestCreateTable(t *testing.T) {
 	r = mustCmd(t, exitSchema, t0, nil, "create-table", "--table", table, "--key-attr", "id")
 	if !strings.Contains(r.stderr, "does not have the store's key schema") {
 		t.Errorf("create-table with another key attribute: stderr:\n%s", r.stderr)
+	}
+}
+
+// --action selects the keys that name the action (given verbatim as evt:<event-id>:<action>)
+// and counts apart the hashed keys, whose action cannot be read.
+func TestListAction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var want []string
+	for _, key := range []string{"evt:1001:notify", "evt:order:7:notify", "evt:1001:ship", "evt:1002:notify-2"} {
+		f.put(t, key, spec{status: core.StatusSucceeded, done: time.Minute})
+		if strings.HasSuffix(key, ":notify") {
+			want = append(want, idem.HashKey(key))
+		}
+	}
+	slices.Sort(want)
+	for _, id := range []string{"e-1", "e-2"} {
+		key, err := idemlambda.EventKey(id, "notify")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.put(t, key, spec{status: core.StatusSucceeded, done: time.Minute})
+	}
+	v := decodeJSON[listView](t, mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--action", "notify", "--json").stdout)
+	if got := hashesOf(v.Records); !slices.Equal(got, want) || v.HashedSkipped != 2 || v.Action != "notify" {
+		t.Errorf("--action notify listed %v, %d hashed left out; want %v and 2", got, v.HashedSkipped, want)
+	}
+	out := mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--action", "notify").stdout
+	if !strings.Contains(out, "2 records in "+f.table) || !strings.Contains(out, "2 records left out: the key is a hash") || !strings.Contains(out, "--prefix") {
+		t.Errorf("--action notify printed:\n%s", out)
+	}
+	for key, want := range map[string]bool{"evt:1:notify": true, "orders#evt:1:notify": true, "evt::notify": false, "evt:1:notify-2": false, "sha256:notify": false} {
+		if got := namesAction(key, "notify"); got != want {
+			t.Errorf("namesAction(%q, notify) = %v, want %v", key, got, want)
+		}
 	}
 }
