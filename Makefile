@@ -27,7 +27,7 @@ TESTENV      := $(BIN)/testenv
 
 # Packages that also run against moto (API fidelity: ReturnValuesOnConditionCheckFailure,
 # TTL, transactions). Patterns whose directory does not exist yet are left out.
-MOTO_PKGS ?= ./ddbstore/... ./storetest/...
+MOTO_PKGS ?= ./ddbstore/... ./storetest/... ./internal/capacity/...
 # Minimum statement coverage of ./core, in percent.
 COVER_MIN ?= 90
 # sam-check: where sam build writes, and the Go flags it builds with (template.yaml's
@@ -51,7 +51,16 @@ LOCALSTACK_ENDPOINT ?= http://127.0.0.1:4566
 # pattern like ./ddbstore/... while that directory is not written yet).
 existing = $(strip $(foreach p,$(1),$(if $(wildcard $(patsubst %/...,%,$(p))),$(p))))
 
-.PHONY: deps redis-server test sam-check cover demo bench bench-smoke bench-peers test-localstack clean
+# test-long: the stores' linearizability and model-based checks (internal/linz) at these sizes
+# (docs/development.md): histories per store, calls per client, random clients (empty: each
+# test's own), rapid's sequences per store and their mean length.
+LINZ_HISTORIES ?= 20
+LINZ_OPS       ?= 300
+LINZ_CLIENTS   ?=
+LINZ_CHECKS    ?= 500
+LINZ_STEPS     ?= 60
+
+.PHONY: deps redis-server test test-long sam-check cover demo bench bench-smoke bench-peers test-localstack clean
 
 # deps: install everything the tests need, each step only when missing or out of date:
 # Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator,
@@ -111,7 +120,9 @@ $(TESTENV): FORCE
 # test: what CI runs. Vet, every package against dynalite, moto's SQS (the end-to-end tests'
 # queues and internal/esm) and Redis (with -race), then the
 # DynamoDB store's packages against moto, the otel module, core's coverage floor, a smoke run
-# of the benchmark, and the checks of the SAM template and its build.
+# of the benchmark, and the checks of the SAM template and its build. The stores'
+# linearizability and model-based checks (TestLinearizable, TestModel; internal/linz's
+# TestProcesses) run in the first two lines, at the sizes docs/development.md gives.
 test: deps $(TESTENV)
 	$(GO) vet ./...
 	$(TESTENV) -server dynalite -sqs moto -redis -- $(GO) test -race -count=1 ./...
@@ -125,6 +136,16 @@ endif
 	$(MAKE) --no-print-directory cover
 	$(MAKE) --no-print-directory bench-smoke
 	$(MAKE) --no-print-directory sam-check
+
+# test-long: the stores' linearizability and model-based checks at the LINZ_* sizes: memstore,
+# Redis, dynalite (and several processes on both), then moto. Not part of test.
+LINZ_TESTS := ^(TestLinearizable|TestModel|TestProcesses)$$
+LINZ_ENV    = IDEM_LINZ_HISTORIES=$(LINZ_HISTORIES) IDEM_LINZ_OPS=$(LINZ_OPS) \
+              $(if $(LINZ_CLIENTS),IDEM_LINZ_CLIENTS=$(LINZ_CLIENTS)) RAPID_CHECKS=$(LINZ_CHECKS) RAPID_STEPS=$(LINZ_STEPS)
+test-long: deps $(TESTENV)
+	$(LINZ_ENV) $(TESTENV) -server dynalite -redis -- \
+		$(GO) test -count=1 -timeout 3h -run '$(LINZ_TESTS)' ./memstore ./redisstore ./ddbstore ./internal/linz
+	$(LINZ_ENV) $(TESTENV) -server moto -- $(GO) test -count=1 -timeout 3h -run '$(LINZ_TESTS)' ./ddbstore
 
 # sam-check: fails on any finding. cfn-lint with the informational checks, the SAM CLI's
 # own lint, sam build (go build per CodeUri for linux/arm64, as docs/deployment.md
@@ -159,9 +180,11 @@ demo: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION)
 bench: deps
 	BENCH_N=$(BENCH_N) $(GO) run ./cmd/bench -json $(CACHE)/bench.json -md $(CACHE)/bench.md
 
-# bench-smoke: the benchmark with a small N, to check that it still works (part of test).
+# bench-smoke: the benchmark with a small N, to check that it still works (part of test); it
+# fails when a scenario's capacity units are missing or inconsistent (cmd/bench checkCapacity).
 bench-smoke: deps
-	$(GO) run ./cmd/bench -n 50 -runs 1 -warmup 20 -coldstarts 2 -sqs-reps 2 -race-trials 2 -json $(CACHE)/bench-smoke.json > $(CACHE)/bench-smoke.txt
+	$(GO) run ./cmd/bench -n 50 -runs 1 -warmup 20 -coldstarts 2 -sqs-reps 2 -race-trials 2 -cap-events 1 -storm 200 \
+		-json $(CACHE)/bench-smoke.json > $(CACHE)/bench-smoke.txt
 	@echo "bench smoke: ok ($$(wc -c < $(CACHE)/bench-smoke.json) bytes of JSON)"
 
 # bench-peers: idem and Powertools for AWS Lambda (TypeScript) idempotency, side by side on one

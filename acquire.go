@@ -35,12 +35,15 @@ type Acquirer interface {
 	Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (acquired core.Record, prev *core.Record, err error)
 }
 
-// claim writes the call's reservation. With an Acquirer it is one write
-// that replaces whatever core.Acquirable allows, whatever was decided
-// before (prev is not needed); otherwise it is Reserve over prev, the
-// record the last decision was made on (nil the first time).
+// claim writes the call's reservation, with a lease that starts at now
+// (the call's window is made afresh: a wait before it takes nothing from
+// the lease). With an Acquirer it is one write that replaces whatever
+// core.Acquirable allows, whatever was decided before (prev is not
+// needed); otherwise it is Reserve over prev, the record the last decision
+// was made on (nil the first time).
 func (c *call) claim(prev *core.Record, now time.Time, p core.Policy) (core.Record, error) {
 	cfg := &c.r.cfg
+	c.w = c.r.window(c.ctx, now)
 	a, ok := c.r.store.(Acquirer)
 	if !ok {
 		rec := core.Reserve(c.key, c.fp, cfg.token(), prev, now, c.w.leaseUntil, cfg.retention)

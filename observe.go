@@ -14,8 +14,9 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// Observer receives one Observation per call of Runner.Do, after the call
-// has been decided and logged: the hook that metrics are fed from (see the
+// Observer receives one Observation per call of Runner.Do and per verdict
+// a wrapper reports (Runner.Report), after the call has been decided and
+// logged: the hook that metrics are fed from (see the
 // emf package for CloudWatch Embedded Metric Format). Observe is called on
 // the caller's goroutine and must be safe for concurrent use; it should not
 // block.
@@ -30,12 +31,13 @@ type ObserverFunc func(ctx context.Context, o Observation)
 // Observe calls f.
 func (f ObserverFunc) Observe(ctx context.Context, o Observation) { f(ctx, o) }
 
-// Observation is what one call of Runner.Do did, for metrics. It carries the
-// key's hash, never the key.
+// Observation is what one call of Runner.Do did, or what a wrapper reported
+// (Runner.Report), for metrics. It carries the key's hash, never the key.
 type Observation struct {
 	// Verdict is the call's verdict (Outcome.Verdict).
 	Verdict Verdict
-	// KeyHash is HashKey of the call's key.
+	// KeyHash is HashKey of the call's key ("" when the event had none:
+	// MissingKey).
 	KeyHash string
 	// Attempts is the key's executions in all (Outcome.Attempts).
 	Attempts int
@@ -51,7 +53,8 @@ type Observation struct {
 	// lease could not be held while the handler ran (errors.Is(err,
 	// ErrLeaseLost)).
 	LeaseLost bool
-	// Duration is the call's time, by the runner's clock.
+	// Duration is the call's time, by the runner's clock (zero for a
+	// verdict reported without Do).
 	Duration time.Duration
 	// StoreCalls and StoreTime are the call's store calls (the writes,
 	// Acquire or Reserve, Complete, the steps' RecordStep and, with
@@ -63,7 +66,9 @@ type Observation struct {
 	Err error
 }
 
-// WithObserver sets the observer of calls (default: none).
+// WithObserver sets the observer of calls (default: DefaultObserver, which
+// in Lambda counts the calls that did not succeed; NoObserver records
+// nothing).
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		if o == nil {
@@ -74,12 +79,25 @@ func WithObserver(o Observer) Option {
 	}
 }
 
+// observation is what a call reports to the observer and its span.
 func (c *call) observation(out Outcome, err error) Observation {
-	return Observation{
-		Verdict: out.Verdict, KeyHash: HashKey(c.key), Attempts: out.Attempts,
+	o := Observation{
+		Verdict: out.Verdict, KeyHash: keyHash(c.key), Attempts: out.Attempts,
 		TookOver: out.TookOver, Cached: out.Cached, Waited: out.Waited, LeaseLost: errors.Is(err, ErrLeaseLost),
-		Duration: c.r.cfg.now().Sub(c.start), StoreCalls: c.storeCalls, StoreTime: c.storeTime, Err: err,
+		StoreCalls: c.storeCalls, StoreTime: c.storeTime, Err: err,
 	}
+	if !c.reported {
+		o.Duration = c.r.cfg.now().Sub(c.start)
+	}
+	return o
+}
+
+// keyHash is HashKey of key, or "" when there is no key.
+func keyHash(key string) string {
+	if key == "" {
+		return ""
+	}
+	return HashKey(key)
 }
 
 // EnvDisabled is the environment variable that, set to a true value
@@ -98,11 +116,7 @@ var warnDisabled sync.Once
 // unprotected runs fn without idempotency (EnvDisabled).
 func (r *Runner) unprotected(ctx context.Context, fn Handler) (Outcome, error) {
 	warnDisabled.Do(func() {
-		l := r.cfg.logger
-		if l == nil {
-			l = slog.Default()
-		}
-		l.LogAttrs(ctx, slog.LevelWarn, "idem: DISABLED by "+EnvDisabled+": handlers run unprotected, duplicates execute again; never set it in production")
+		r.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "idem: DISABLED by "+EnvDisabled+": handlers run unprotected, duplicates execute again; never set it in production")
 	})
 	if fn == nil {
 		return Outcome{}, errors.New("idem: nil handler")

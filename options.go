@@ -64,6 +64,7 @@ type config struct {
 	cacheTTL        time.Duration
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
+	selection       core.Selection
 }
 
 // WithRetention sets how long records are kept (positive).
@@ -221,8 +222,12 @@ func WithTokens(next func() string) Option {
 	}
 }
 
-// WithLogger sets the logger of decisions (default: none). Keys are logged
-// hashed.
+// WithLogger sets the logger of the runner's records, and of the wrappers
+// built on the runner (the Lambda wrappers, the net/http middleware), which
+// log through it: one record per call or event, at its verdict's level
+// (Verdict.Level), the key hashed (HashKey), never the key or the payload.
+// nil, or no WithLogger, is DefaultLogger(); to log nothing, give a logger
+// over slog.DiscardHandler.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		c.logger = l

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/idemgo/idem/core"
@@ -20,12 +21,15 @@ const MinLeaseRenewal = time.Millisecond
 // store must implement LeaseRenewer: New fails otherwise.
 //
 // With renewal on, a reservation's lease, and each renewal's, ends one term
-// after it is made, the term being 2·interval plus the lease margin
-// (WithLease): one missed renewal is survived, and a holder that stops
-// renewing (a crash) leaves its key free at most 2·interval + margin after
-// its last renewal. A goroutine renews the lease while each try of the
-// handler runs (one conditional store write per interval) and stops, and is
-// waited for, before the outcome is written. With a context deadline, the
+// after it is written (a call that waited, WithWait, counts from its
+// takeover, not from its start), the term being 2·interval plus the lease
+// margin (WithLease): one missed renewal is survived, and a holder that
+// stops renewing (a crash) leaves its key free at most 2·interval + margin
+// after its last renewal. A goroutine renews the lease while each try of
+// the handler runs (one conditional store write per interval, the first
+// one interval after the reservation) and stops, and is waited for, before
+// the outcome is written. Steps (Step) run and are recorded within the
+// lease held at the time: the last renewal's. With a context deadline, the
 // lease never ends later than the deadline plus the margin (the lease
 // without renewal): renewals stop there. Without a deadline they go on as
 // long as the handler runs, and WithLease's lease without a deadline no
@@ -79,7 +83,7 @@ func (r *Runner) renewWindow(ctx context.Context, now time.Time) window {
 	if deadline, ok := ctx.Deadline(); ok {
 		lu = minTime(lu, deadline.Add(r.cfg.leaseMargin))
 	}
-	return window{leaseUntil: lu, limit: lu.Add(-r.cfg.leaseMargin)}
+	return r.cfg.heldWindow(lu)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -98,8 +102,9 @@ func (c *call) freshLease(now time.Time) {
 }
 
 // renewal renews the lease of one try in its own goroutine. The goroutine
-// owns rec, at, lost, calls and spent until done is closed; then the try
-// reads them.
+// owns rec, at, calls and spent until done is closed; then the try reads
+// them. The lease held (w) and why it was lost (lost) are read while the
+// handler runs, by its steps: mu guards them.
 type renewal struct {
 	c      *call
 	store  LeaseRenewer
@@ -108,41 +113,62 @@ type renewal struct {
 	cap    time.Time               // the latest lease end (deadline + margin); zero: none
 	ctx    context.Context         // the renewals' context: cancelled when the try ends
 	cancel context.CancelCauseFunc // cancels the handler's context
+	stop   context.CancelFunc      // cancels ctx
 	done   chan struct{}           // closed when the goroutine has returned
-	lost   error                   // why the lease was lost (wraps ErrLeaseLost), or nil
 	calls  int                     // RenewLease calls made
 	spent  time.Duration           // time spent in them
+
+	mu   sync.Mutex
+	w    window // the window of the lease held: rec's
+	lost error  // why the lease was lost (wraps ErrLeaseLost), or nil
 }
 
-// renew starts the renewal of rec's lease for one try, if renewal is on. It
-// returns the handler's context and the function that ends the try: it stops
-// the renewals, waits for them, moves the call's window to the lease held,
-// and returns the try's result and error (an error marked to be retried by
-// a later delivery, wrapping the cause, if the lease was lost).
-func (c *call) renew(rec core.Record) (context.Context, func([]byte, error) ([]byte, error)) {
+// renew starts the renewal of rec's lease for one try, if renewal is on,
+// and returns it (nil when renewal is off) with the handler's context. The
+// renewal's end ends the try.
+func (c *call) renew(rec core.Record) (*renewal, context.Context) {
 	cfg := &c.r.cfg
 	if cfg.renewEvery <= 0 {
-		return c.ctx, func(b []byte, err error) ([]byte, error) { return b, err }
+		return nil, c.ctx
 	}
 	hctx, cancel := context.WithCancelCause(c.ctx)
 	rctx, stop := context.WithCancel(context.WithoutCancel(c.ctx))
 	rn := &renewal{c: c, store: c.r.store.(LeaseRenewer), rec: rec, at: rec.UpdatedAt,
-		ctx: rctx, cancel: cancel, done: make(chan struct{})}
+		ctx: rctx, cancel: cancel, stop: stop, done: make(chan struct{}), w: cfg.heldWindow(rec.LeaseUntil)}
 	if deadline, ok := c.ctx.Deadline(); ok {
 		rn.cap = deadline.Add(cfg.leaseMargin)
 	}
 	go rn.run()
-	return hctx, func(result []byte, err error) ([]byte, error) {
-		stop()
-		<-rn.done
-		cancel(nil)
-		c.storeCalls, c.storeTime = c.storeCalls+rn.calls, c.storeTime+rn.spent
-		c.w = window{leaseUntil: rn.rec.LeaseUntil, limit: rn.rec.LeaseUntil.Add(-cfg.leaseMargin)}
-		if rn.lost != nil && err != nil {
-			err = core.MarkRetryLater(fmt.Errorf("%w; the handler returned: %w", rn.lost, err))
-		}
+	return rn, hctx
+}
+
+// end ends the try of rn (nil: renewal is off, nothing to end): it stops
+// the renewals, waits for them, moves the call's window to the lease held,
+// and returns the try's result and error (an error marked to be retried by
+// a later delivery, wrapping the cause, if the lease was lost).
+func (rn *renewal) end(result []byte, err error) ([]byte, error) {
+	if rn == nil {
 		return result, err
 	}
+	rn.stop()
+	<-rn.done
+	rn.cancel(nil)
+	c := rn.c
+	c.storeCalls, c.storeTime = c.storeCalls+rn.calls, c.storeTime+rn.spent
+	var lost error
+	c.w, lost = rn.window()
+	if lost != nil && err != nil {
+		err = core.MarkRetryLater(fmt.Errorf("%w; the handler returned: %w", lost, err))
+	}
+	return result, err
+}
+
+// window returns the window of the lease held now, and why it was lost (nil
+// while it is held).
+func (rn *renewal) window() (window, error) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.w, rn.lost
 }
 
 // run renews the lease every interval until the try ends, the lease reaches
@@ -174,8 +200,7 @@ func (rn *renewal) extend() bool {
 		now := cfg.now()
 		limit := rn.rec.LeaseUntil.Add(-cfg.leaseMargin)
 		if !now.Before(limit) {
-			rn.lose(fmt.Errorf("%w: the lease ended at %s less the margin without a renewal (last error: %w)",
-				ErrLeaseLost, rn.rec.LeaseUntil.UTC().Format(time.RFC3339Nano), last))
+			rn.lose(rn.ended(last))
 			return false
 		}
 		until := now.Add(cfg.renewTerm())
@@ -192,7 +217,7 @@ func (rn *renewal) extend() bool {
 		case rn.ctx.Err() != nil:
 			return false
 		case err == nil:
-			rn.rec, rn.at = rec, now
+			rn.hold(rec, now)
 			return true
 		case errors.Is(err, ErrLeaseLost):
 			rn.lose(fmt.Errorf("idem: lease renewal refused: %w", err))
@@ -206,6 +231,25 @@ func (rn *renewal) extend() bool {
 			return false
 		}
 	}
+}
+
+// hold records rec, the renewal written at now, as the lease held.
+func (rn *renewal) hold(rec core.Record, now time.Time) {
+	rn.rec, rn.at = rec, now
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.w = rn.c.r.cfg.heldWindow(rec.LeaseUntil)
+}
+
+// ended is the cause of a lease whose end less the margin passed without a
+// renewal; last is the last renewal's error (nil: none was tried in time).
+func (rn *renewal) ended(last error) error {
+	cause := fmt.Errorf("%w: the lease ended at %s less the margin without a renewal",
+		ErrLeaseLost, rn.rec.LeaseUntil.UTC().Format(time.RFC3339Nano))
+	if last != nil {
+		cause = fmt.Errorf("%w (last error: %w)", cause, last)
+	}
+	return cause
 }
 
 // backoff is the wait before retrying a failed renewal: the runner's
@@ -223,7 +267,9 @@ func (rn *renewal) backoff(attempt int, err error, left time.Duration) time.Dura
 // lose records why the lease was lost and cancels the handler's context
 // with it.
 func (rn *renewal) lose(cause error) {
+	rn.mu.Lock()
 	rn.lost = cause
+	rn.mu.Unlock()
 	rn.cancel(cause)
 	rn.c.r.logLost(rn.c.ctx, rn.rec, cause)
 }
@@ -231,9 +277,6 @@ func (rn *renewal) lose(cause error) {
 // logLost records, as a warning, that a try's lease was lost while its
 // handler ran: its context was cancelled.
 func (r *Runner) logLost(ctx context.Context, rec core.Record, cause error) {
-	if r.cfg.logger == nil {
-		return
-	}
 	r.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "idem lease lost", slog.String("key_hash", HashKey(rec.Key)),
 		slog.Int("attempt", rec.Attempts), slog.String("error", cause.Error()))
 }

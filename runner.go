@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	mrand "math/rand/v2"
 	"time"
 
@@ -94,6 +93,15 @@ func New(store Store, opts ...Option) (*Runner, error) {
 	if err := c.checkRenewal(store); err != nil {
 		return nil, err
 	}
+	if c.observer == nil {
+		c.observer = DefaultObserver()
+	}
+	if c.observer == NoObserver {
+		c.observer = nil // nothing to build an observation for
+	}
+	if c.logger == nil {
+		c.logger = DefaultLogger()
+	}
 	r := &Runner{store: store, cfg: c}
 	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
 	if pc, ok := store.(ErrorClassifier); ok {
@@ -146,6 +154,10 @@ func HashKey(key string) string {
 // before it starts, in-process retries included, so WithMaxAttempts bounds
 // the executions of a key even when holders crash.
 //
+// Each call is logged once, at its verdict's level (Verdict.Level), and
+// observed once (WithObserver), with what ctx's annotation adds
+// (WithAnnotation).
+//
 // Errors, checked with errors.Is or errors.As: core.ErrInvalidKey,
 // core.ErrInvalidPayload, core.ErrKeyReused, *core.InProgressError (core.ErrInProgress),
 // *core.FailureError (core.ErrPermanentFailure, new or replayed), core.ErrRetriesExhausted,
@@ -153,7 +165,9 @@ func HashKey(key string) string {
 // and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
 // store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
+	ctx, annotate := takeAnnotation(ctx)
 	c := r.newCall(ctx, key)
+	c.annotate = annotate
 	if c.endSpan != nil {
 		defer c.endPanicked()
 	}
@@ -164,7 +178,11 @@ func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler)
 	} else {
 		out, err = c.do(payload, fn)
 	}
-	return c.end(out, err)
+	if err != nil {
+		out.Verdict = VerdictOf(err)
+	}
+	c.end(out, err)
+	return out, err
 }
 
 // newCall starts a call of key: its clock and, with a tracer, its span.
@@ -172,27 +190,6 @@ func (r *Runner) newCall(ctx context.Context, key string) *call {
 	c := &call{r: r, ctx: ctx, key: key, start: r.cfg.now()}
 	c.startCall()
 	return c
-}
-
-// end is the end of every call, the one place where its verdict is
-// reported: it sets the verdict an error implies, logs the call, observes
-// it (Observer) and ends its span (Tracer), and returns out and err.
-func (c *call) end(out Outcome, err error) (Outcome, error) {
-	if err != nil {
-		out.Verdict = VerdictOf(err)
-	}
-	c.r.log(c.ctx, c.key, out, err)
-	if c.r.cfg.observer == nil && c.endSpan == nil {
-		return out, err
-	}
-	o := c.observation(out, err)
-	if c.r.cfg.observer != nil {
-		c.r.cfg.observer.Observe(c.ctx, o)
-	}
-	if c.endSpan != nil {
-		c.endSpan(o)
-	}
-	return out, err
 }
 
 // call is the state of one Do: its key and fingerprint, the time its
@@ -215,6 +212,11 @@ type call struct {
 	staged []any
 	// endSpan ends the call's span (Tracer); nil without a tracer.
 	endSpan func(Observation)
+	// annotate is the caller's annotation (WithAnnotation); nil: none.
+	annotate annotator
+	// reported marks a verdict reported without Do (Report): it has no
+	// duration.
+	reported bool
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -224,7 +226,7 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 	if err := core.ValidateKey(c.key); err != nil {
 		return Outcome{}, err
 	}
-	fp, err := core.Fingerprint(payload)
+	fp, err := c.fingerprint(payload)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -240,11 +242,19 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 // window is the time an execution has: its lease ends at leaseUntil, and a
 // try (or a completion retry) must be over by limit, the earlier of the
 // invocation's deadline and the lease end less the lease margin (the margin
-// is the allowance for clock skew between holders). With WithLeaseRenewal
-// the lease is short (renewWindow), and each try moves the window to the
-// lease held when it ends.
+// is the allowance for clock skew between holders). A lease starts when it
+// is written: the call's window is made again at each reservation it
+// writes (claim), after any wait. With WithLeaseRenewal the lease is short
+// (renewWindow), each renewal moves the window of the running try
+// (renewal.window), and each try moves the call's window to the lease held
+// when it ends.
 type window struct {
 	leaseUntil, limit time.Time
+}
+
+// heldWindow is the window of a lease that ends at leaseUntil.
+func (c *config) heldWindow(leaseUntil time.Time) window {
+	return window{leaseUntil: leaseUntil, limit: leaseUntil.Add(-c.leaseMargin)}
 }
 
 func (r *Runner) window(ctx context.Context, now time.Time) window {
@@ -254,8 +264,7 @@ func (r *Runner) window(ctx context.Context, now time.Time) window {
 	if deadline, ok := ctx.Deadline(); ok {
 		return window{leaseUntil: deadline.Add(r.cfg.leaseMargin), limit: deadline}
 	}
-	lu := now.Add(r.cfg.defaultLease)
-	return window{leaseUntil: lu, limit: lu.Add(-r.cfg.leaseMargin)}
+	return r.cfg.heldWindow(now.Add(r.cfg.defaultLease))
 }
 
 // storeReserve and storeComplete are the call's store writes, timed.
@@ -495,48 +504,4 @@ func (c *call) complete(rec core.Record) (core.Record, error) {
 		}
 		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, c.w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}
-}
-
-// log writes one record per call: the key's hash (never the key), the
-// verdict and what explains it. Verdicts that need attention are warnings.
-func (r *Runner) log(ctx context.Context, key string, out Outcome, err error) {
-	if r.cfg.logger == nil {
-		return
-	}
-	level := slog.LevelInfo
-	a := []slog.Attr{slog.String("key_hash", HashKey(key)), slog.String("verdict", out.Verdict.String()), slog.Int("attempt", out.Attempts)}
-	if out.TookOver {
-		a = append(a, slog.Bool("lease_taken_over", true))
-	}
-	if out.Cached {
-		a = append(a, slog.Bool("cached", true))
-	}
-	if out.Waited {
-		a = append(a, slog.Bool("waited", true))
-	}
-	var ip *core.InProgressError
-	if errors.As(err, &ip) {
-		a = append(a, slog.Time("retry_at", ip.RetryAt))
-	}
-	if err != nil {
-		a = append(a, slog.String("error", err.Error()))
-	}
-	switch out.Verdict {
-	case OutcomeNotRecorded, StoreFailed, FailedPermanently, RetriesExhausted, KeyReused:
-		level = slog.LevelWarn
-	}
-	if errors.Is(err, ErrMisconfigured) {
-		level = slog.LevelError // no call succeeds until someone fixes it
-	}
-	r.cfg.logger.LogAttrs(ctx, level, "idem", a...)
-}
-
-// logRetry records an in-process retry, which a call's own record does not
-// show.
-func (r *Runner) logRetry(ctx context.Context, rec core.Record, herr error, delay time.Duration) {
-	if r.cfg.logger == nil {
-		return
-	}
-	r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "idem retry", slog.String("key_hash", HashKey(rec.Key)),
-		slog.Int("attempt", rec.Attempts), slog.Duration("backoff", delay), slog.String("error", herr.Error()))
 }

@@ -58,13 +58,15 @@ var (
 )
 
 // execution is what a handler's context carries of its execution: the key,
-// the lease, the steps completed so far (carried from the record and
-// recorded by this try), and the try's store calls. Safe for concurrent
-// use by the handler's goroutines; mu guards every field below it.
+// the lease (its token, and its renewal, if on), the steps completed so far
+// (carried from the record and recorded by this try), and the try's store
+// calls. Safe for concurrent use by the handler's goroutines; mu guards
+// every field below it.
 type execution struct {
 	c     *call
 	key   string
 	token string
+	rn    *renewal // the try's renewal; nil when renewal is off
 
 	mu        sync.Mutex
 	steps     []core.Step
@@ -76,12 +78,12 @@ type execution struct {
 
 type executionKey struct{}
 
-// withExecution returns ctx carrying the execution of the try under rec,
-// and the function that ends it when the handler returns: it sets rec.Steps
-// to the steps the stored record now has and adds the try's step writes to
-// the call's store calls.
-func (c *call) withExecution(ctx context.Context, rec *core.Record) (context.Context, func()) {
-	x := &execution{c: c, key: rec.Key, token: rec.LeaseToken, steps: append([]core.Step(nil), rec.Steps...)}
+// withExecution returns ctx carrying the execution of the try under rec
+// and its renewal rn (nil: none), and the function that ends it when the
+// handler returns: it sets rec.Steps to the steps the stored record now has
+// and adds the try's step writes to the call's store calls.
+func (c *call) withExecution(ctx context.Context, rec *core.Record, rn *renewal) (context.Context, func()) {
+	x := &execution{c: c, key: rec.Key, token: rec.LeaseToken, rn: rn, steps: append([]core.Step(nil), rec.Steps...)}
 	return context.WithValue(ctx, executionKey{}, x), func() {
 		steps, calls, storeTime := x.finish()
 		rec.Steps = steps
@@ -115,8 +117,9 @@ func executionOf(ctx context.Context) *execution {
 // steps: the stored result replaces them.
 //
 // Step starts no fn, and records no step, once the execution's time is
-// over (the invocation's deadline, or the lease end less the lease margin):
-// it returns a transient error wrapping ErrLeaseLost.
+// over (the invocation's deadline, or the end less the lease margin of the
+// lease held now: with WithLeaseRenewal, the last renewal's) or its lease
+// was lost: it returns a transient error wrapping ErrLeaseLost.
 //
 // Outside an execution (a plain context, or the runner disabled by
 // EnvDisabled) Step just runs fn. With a store that does not implement
@@ -232,9 +235,10 @@ func (x *execution) write(ctx context.Context, step core.Step) (maybeApplied boo
 			return maybeApplied, err
 		}
 		maybeApplied = true
+		w, _ := x.window()
 		d, ok := core.NextRetry(core.RetryPlan{
 			Attempt: attempt, MaxAttempts: cfg.completeTries, Base: cfg.base, Max: cfg.max,
-			Now: cfg.now(), Deadline: x.c.w.limit, RetryAfter: core.RetryAfter(err), R: cfg.rand(),
+			Now: cfg.now(), Deadline: w.limit, RetryAfter: core.RetryAfter(err), R: cfg.rand(),
 			Backoff: cfg.backoff,
 		})
 		if !ok || cfg.sleep(ctx, d) != nil {
@@ -243,16 +247,30 @@ func (x *execution) write(ctx context.Context, step core.Step) (maybeApplied boo
 	}
 }
 
+// window returns the window of the lease the execution holds now (moved
+// by each renewal), and why it was lost (nil while it is held).
+func (x *execution) window() (window, error) {
+	if x.rn == nil {
+		return x.c.w, nil
+	}
+	return x.rn.window()
+}
+
 // timeLeft returns nil while the execution's time lasts (its window's
-// limit: the deadline, or the lease end less the margin), and after that a
-// transient error wrapping ErrLeaseLost: the lease may end before a step's
-// work or write is done, and a takeover could start beside it. Transient,
-// because the lease is not lost yet and a later delivery may resume.
+// limit: the deadline, or the end less the margin of the lease held now),
+// and after that, or once the lease is lost, a transient error wrapping
+// ErrLeaseLost: the lease may end before a step's work or write is done,
+// and a takeover could start beside it. Transient: a later delivery may
+// resume.
 func (x *execution) timeLeft() error {
-	if x.c.r.cfg.now().Before(x.c.w.limit) {
+	w, lost := x.window()
+	if lost != nil {
+		return core.MarkTransient(fmt.Errorf("idem: the execution's lease is lost: %w", lost))
+	}
+	if x.c.r.cfg.now().Before(w.limit) {
 		return nil
 	}
-	return core.MarkTransient(fmt.Errorf("idem: the execution's time is over (%s): %w", x.c.w.limit.UTC().Format(time.RFC3339Nano), ErrLeaseLost))
+	return core.MarkTransient(fmt.Errorf("idem: the execution's time is over (%s): %w", w.limit.UTC().Format(time.RFC3339Nano), ErrLeaseLost))
 }
 
 func (x *execution) count(d time.Duration) {

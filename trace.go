@@ -13,7 +13,9 @@ import (
 // makes no tracing call and allocates nothing for it.
 //
 // StartCall is called once per call, when the call starts (before its key
-// is validated), with the caller's context and the key's hash (HashKey; a
+// is validated), and once per verdict a wrapper reports without a call
+// (Runner.Report, whose end function follows at once), with the caller's
+// context and the key's hash (HashKey, "" when the event has no key; a
 // Tracer never sees the key). It returns the context the call then runs
 // with, and the function that ends the call. Every store call of the call,
 // its handler and its lease renewals are given that context or one derived
@@ -102,7 +104,7 @@ func (r *Runner) traceStore(ctx context.Context, op string) (context.Context, fu
 // then runs with the span's context.
 func (c *call) startCall() {
 	if t := c.r.cfg.tracer; t != nil {
-		c.ctx, c.endSpan = t.StartCall(c.ctx, HashKey(c.key))
+		c.ctx, c.endSpan = t.StartCall(c.ctx, keyHash(c.key))
 	}
 }
 

@@ -12,9 +12,9 @@ import "github.com/idemgo/idem/core"
 // holds the steps the stored record now has, so that the outcome written
 // next keeps them (a failure) or drops them (a success).
 func (c *call) try(rec *core.Record, fn Handler) (result []byte, err error) {
-	ctx, end := c.renew(*rec)
-	defer func() { result, err = end(result, err) }()
-	ctx, finish := c.withExecution(ctx, rec)
+	rn, ctx := c.renew(*rec)
+	defer func() { result, err = rn.end(result, err) }()
+	ctx, finish := c.withExecution(ctx, rec, rn)
 	defer finish()
 	st, ctx := newStage(ctx, c.r.store)
 	defer func() { c.staged = st.close() }()

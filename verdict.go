@@ -3,15 +3,17 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/idemgo/idem/core"
 )
 
-// Verdict is what happened to one call of Runner.Do. It is the one
+// Verdict is what happened to one call of Runner.Do, or to one event a
+// wrapper decided without Do or after it (Runner.Report). It is the one
 // vocabulary of idem's logs, the wrappers' answers, metrics and benchmarks:
-// Outcome.Verdict carries it, VerdictOf derives it from an error, and
-// String gives the name every log and metric uses. The zero value is
-// VerdictUnknown.
+// Outcome.Verdict carries it, VerdictOf derives it from an error, String
+// gives the name every log and metric uses, and Level the level of its log
+// record. The zero value is VerdictUnknown.
 type Verdict int
 
 const (
@@ -49,6 +51,39 @@ const (
 	// StoreFailed: the store failed before the handler ran; nothing was
 	// recorded and the handler did not run.
 	StoreFailed
+
+	// The verdicts below are reached by a wrapper (the Lambda wrappers,
+	// the net/http middleware), without Do or after it, and reported with
+	// Runner.Report or an Annotation.
+
+	// MissingKey: the event carries no key where one is required (a key
+	// source that finds nothing in a message, a request without an
+	// Idempotency-Key header); the handler did not run and nothing was
+	// stored.
+	MissingKey
+	// NotStarted: a batch wrapper did not start the record, because less
+	// than its safety margin was left before the invocation's deadline, or
+	// the invocation's context had ended; it is reported for redelivery.
+	NotStarted
+	// Blocked: a batch wrapper did not start the record, because an
+	// earlier record of its ordered lane (a FIFO message group, a stream
+	// shard) did not succeed; it comes back after that one.
+	Blocked
+	// Panicked: the handler panicked and the wrapper recovered it; the key
+	// stays in progress until its lease ends.
+	Panicked
+	// ReplayOmitted: a recorded success was found, but its result had been
+	// too large to keep (Outcome.ResultOmitted): the handler did not run
+	// and the wrapper has no result to answer with.
+	ReplayOmitted
+	// ReplayCorrupt: a recorded success was found, but the wrapper cannot
+	// decode its result (another type, a format it does not know): the
+	// handler did not run.
+	ReplayCorrupt
+	// Unkeyed: the request had no key and the wrapper let it through to
+	// the handler unprotected, as configured (the HTTP wrappers'
+	// WithOptionalKey); nothing was stored.
+	Unkeyed
 )
 
 var verdictNames = [...]string{
@@ -65,6 +100,13 @@ var verdictNames = [...]string{
 	FailedTransiently:  "failed_transiently",
 	OutcomeNotRecorded: "outcome_not_recorded",
 	StoreFailed:        "store_failed",
+	MissingKey:         "missing_key",
+	NotStarted:         "not_started",
+	Blocked:            "blocked",
+	Panicked:           "panicked",
+	ReplayOmitted:      "replay_omitted",
+	ReplayCorrupt:      "replay_corrupt",
+	Unkeyed:            "unkeyed",
 }
 
 // String returns the verdict's snake_case name, as logs and metrics use it.
@@ -86,9 +128,36 @@ func Verdicts() []Verdict {
 }
 
 // Ran reports whether the handler ran in the call (executed or failed, with
-// or without a recorded outcome).
+// or without a recorded outcome, panicked, or ran unkeyed).
 func (v Verdict) Ran() bool {
-	return v == Executed || v == FailedPermanently || v == FailedTransiently || v == OutcomeNotRecorded
+	switch v {
+	case Executed, FailedPermanently, FailedTransiently, OutcomeNotRecorded, Panicked, Unkeyed:
+		return true
+	}
+	return false
+}
+
+// Level is the level of the log record of a call with verdict v:
+//   - slog.LevelInfo: the event was handled (Executed, Replayed, Unkeyed);
+//   - slog.LevelError: the handler failed for good, or idem could not
+//     record or read back what it did, and someone must look
+//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked,
+//     ReplayCorrupt);
+//   - slog.LevelWarn: every other verdict: the event was not handled now,
+//     and comes back (a store failure, StoreFailed, included), was a
+//     duplicate, or was refused as it was sent.
+//
+// So the default logger (DefaultLogger, from WARN up) records every call
+// that was neither executed nor replayed. The runner logs a store error
+// that wraps ErrMisconfigured at ERROR, whatever its verdict.
+func (v Verdict) Level() slog.Level {
+	switch v {
+	case Executed, Replayed, Unkeyed:
+		return slog.LevelInfo
+	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked, ReplayCorrupt:
+		return slog.LevelError
+	}
+	return slog.LevelWarn
 }
 
 // VerdictOf returns the verdict an error returned by Runner.Do implies.

@@ -29,9 +29,10 @@ const minPoll = 10 * time.Millisecond
 // outcome (its holder crashed) is taken over and the handler runs in this
 // call. The wait ends at bound after the call started, or earlier when
 // only the retry reserve (WithRetryReserve) is left before the context's
-// deadline (without one, before the lease this call would take ends, less
-// the lease margin); then the answer is the *core.InProgressError it would
-// have had at once.
+// deadline; then the answer is the *core.InProgressError it would have had
+// at once. The wait takes nothing from the lease of a call that takes the
+// key over: its lease starts when it is written. With WithLeaseRenewal, a
+// call waits through as many renewals of the holder as its bound allows.
 //
 // Within one Runner, calls with a wait for one key and one payload
 // fingerprint coalesce: the first makes the store calls and the others wait
@@ -91,8 +92,8 @@ func (c *call) waitBound() time.Duration {
 func (c *call) join(now time.Time, fn Handler) (Outcome, error) {
 	if bound := c.waitBound(); bound > 0 {
 		c.waitUntil = now.Add(bound)
-		if limit := c.w.limit.Add(-c.r.cfg.retryReserve); limit.Before(c.waitUntil) {
-			c.waitUntil = limit
+		if deadline, ok := c.ctx.Deadline(); ok {
+			c.waitUntil = minTime(c.waitUntil, deadline.Add(-c.r.cfg.retryReserve))
 		}
 	}
 	if !c.waitUntil.After(now) {

@@ -1,5 +1,6 @@
 // Package core is idem's pure state machine: key validation, payload
-// fingerprints, the decision table, the transitions of a record, error
+// fingerprints (of the whole payload, or of the fields a Selection
+// chooses), the decision table, the transitions of a record, error
 // classification and backoff.
 //
 // Nothing in core performs I/O, reads the clock or draws random numbers: the

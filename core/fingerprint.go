@@ -2,8 +2,6 @@ package core
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,27 +30,40 @@ const MaxDepth = 10000
 // payload's size (and the sorting of its keys), not with its nesting.
 // Fingerprint is safe for concurrent use.
 func Fingerprint(payload []byte) (string, error) {
+	return fingerprint(payload, nil)
+}
+
+// fingerprint is Fingerprint of the part of payload that sel covers (nil:
+// all of it).
+func fingerprint(payload []byte, sel []selNode) (string, error) {
 	if len(bytes.TrimSpace(payload)) == 0 {
 		return "", nil
 	}
 	c := canonPool.Get().(*canonicalizer)
 	defer c.release()
+	canon, err := c.pooled(payload, sel)
+	if err != nil {
+		return "", err
+	}
+	return FingerprintCanonical(canon), nil
+}
+
+// pooled canonicalizes payload under sel into c's own buffers: the result
+// is valid until c is released.
+func (c *canonicalizer) pooled(payload []byte, sel []selNode) ([]byte, error) {
 	if cap(c.out) < len(payload) {
 		c.out = make([]byte, 0, len(payload)+len(payload)/8)
 	}
-	canon, err := c.run(payload, c.out[:0])
+	canon, err := c.run(payload, c.out[:0], sel)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	c.out = canon
 	if len(c.defers) > 0 {
 		c.scratch = c.assemble(slices.Grow(c.scratch[:0], len(canon)))
 		canon = c.scratch
 	}
-	sum := sha256.Sum256(canon)
-	var h [2 * sha256.Size]byte
-	hex.Encode(h[:], sum[:])
-	return string(h[:]), nil
+	return canon, nil
 }
 
 // Canonicalize returns the canonical form of a JSON document, the input of
@@ -67,10 +78,16 @@ func Fingerprint(payload []byte) (string, error) {
 // MaxDepth. Errors wrap ErrInvalidPayload. Canonicalize is safe for
 // concurrent use.
 func Canonicalize(payload []byte) ([]byte, error) {
+	return canonicalize(payload, nil)
+}
+
+// canonicalize is Canonicalize of the part of payload that sel covers (nil:
+// all of it).
+func canonicalize(payload []byte, sel []selNode) ([]byte, error) {
 	c := canonPool.Get().(*canonicalizer)
 	defer c.release()
 	pooled := c.out
-	canon, err := c.run(payload, make([]byte, 0, len(payload)))
+	canon, err := c.run(payload, make([]byte, 0, len(payload)), sel)
 	if err == nil && len(c.defers) > 0 {
 		// Assembled in the scratch buffer, which goes to the caller; the
 		// buffer of this call's reading replaces it.
@@ -117,19 +134,28 @@ type canonicalizer struct {
 	order   []span     // the members of the deferred objects, sorted
 	todo    []piece    // the pieces of out that assemble has still to write
 	kids    []int      // the objects deferred inside one, for assemble
+	sel     []selNode  // the selection's nodes (see Selection); none: all
 }
 
 // frame is an array or an object open at the read position. For an object,
 // open is len(out) after its '{' and base is len(members) when it opened;
 // sorted is whether its keys so far were read in increasing order.
+//
+// Under a selection, node is the selection node that applies to it
+// (wholeValue: none, all of it is kept), next the node of the member or
+// element being read, and, for an object, cut is len(out) before the member
+// being read (and its comma), drop whether that member is left out, kept
+// whether a member was written, and hits how many members the node names
+// were read.
 type frame struct {
-	object, sorted bool
-	open, base     int
+	object, sorted, drop, kept bool
+	node, next, hits           int32
+	open, base, cut            int
 }
 
 // member is an object member whose canonical text (key, colon, value) is
-// out[start:end], end being set once the member is followed by another or
-// by the object's end. Its decoded key is in[ks:ke], or, for a key that needed
+// out[start:end], end being set once its value is read; start is -1 for a
+// member a selection leaves out, which is not in out. Its decoded key is in[ks:ke], or, for a key that needed
 // unescaping, keys[-ks-1:-ke-1]. It holds no pointers, so that keeping
 // and sorting members costs no write barriers.
 type member struct {
@@ -178,7 +204,7 @@ const maxPooledBuf = 256 << 10
 var canonPool = sync.Pool{New: func() any { return new(canonicalizer) }}
 
 func (c *canonicalizer) release() {
-	c.in = nil
+	c.in, c.sel = nil, nil
 	c.out, c.scratch = reuse(c.out, maxPooledBuf), reuse(c.scratch, maxPooledBuf)
 	c.str, c.keys = reuse(c.str, maxPooledBuf), reuse(c.keys, maxPooledBuf)
 	c.members, c.order = reuse(c.members, maxPooledBuf/32), reuse(c.order, maxPooledBuf/16)
@@ -209,8 +235,8 @@ func reuse[S ~[]E, E any](s S, maxCap int) S {
 
 // run canonicalizes in, appending to out, except for the objects it
 // defers to assemble.
-func (c *canonicalizer) run(in, out []byte) ([]byte, error) {
-	c.in, c.pos, c.out, c.keys = in, 0, out, c.keys[:0]
+func (c *canonicalizer) run(in, out []byte, sel []selNode) ([]byte, error) {
+	c.in, c.pos, c.out, c.keys, c.sel = in, 0, out, c.keys[:0], sel
 	c.stack, c.defers, c.order = c.stack[:0], c.defers[:0], c.order[:0]
 	c.skipSpace()
 	if err := c.walk(); err != nil {
@@ -266,11 +292,17 @@ func (c *canonicalizer) walk() (err error) {
 			if len(c.stack) == MaxDepth {
 				return &depthError{offset: c.pos}
 			}
+			node := c.nodeOfNext()
 			b := c.in[c.pos]
 			c.out = append(c.out, b)
 			c.pos++
 			c.skipSpace()
 			if closing := b + 2; c.peek() == closing { // '{'+2 == '}', '['+2 == ']'
+				if b == '{' && node != wholeValue {
+					if err := c.checkPresent(node, nil, c.pos); err != nil {
+						return err
+					}
+				}
 				c.out = append(c.out, closing)
 				c.pos++
 				if len(c.stack) == 0 {
@@ -278,7 +310,7 @@ func (c *canonicalizer) walk() (err error) {
 				}
 				after = true
 			} else {
-				c.stack = append(grow(c.stack, 1), frame{object: b == '{', sorted: true, open: len(c.out), base: len(c.members)})
+				c.stack = append(grow(c.stack, 1), frame{object: b == '{', sorted: true, node: node, next: node, open: len(c.out), base: len(c.members)})
 			}
 		}
 		if f := &c.stack[len(c.stack)-1]; f.object {
@@ -338,8 +370,8 @@ func (c *canonicalizer) objectMembers(f *frame, after bool) (descend bool, err e
 				return false, c.syntaxError(c.pos, "looking for beginning of object key string")
 			}
 			n := len(c.members)
-			if n > f.base {
-				c.members[n-1].end = len(c.out)
+			f.cut = len(c.out)
+			if f.kept {
 				c.out = append(c.out, ',')
 			}
 			m := member{start: len(c.out)}
@@ -356,6 +388,9 @@ func (c *canonicalizer) objectMembers(f *frame, after bool) (descend bool, err e
 				f.sorted = false
 			}
 			c.members = append(c.members, m)
+			if f.node != wholeValue {
+				c.selectMember(f, c.key(m))
+			}
 			if b := c.peek(); b == '{' || b == '[' {
 				return true, nil
 			}
@@ -364,6 +399,7 @@ func (c *canonicalizer) objectMembers(f *frame, after bool) (descend bool, err e
 			}
 		}
 		after = false
+		c.endMember(f)
 		c.skipSpace()
 		switch c.peek() {
 		case ',':
@@ -463,7 +499,6 @@ func (c *canonicalizer) number() error {
 // them in key order: at once for a small object, else later, in assemble.
 func (c *canonicalizer) closeObject(f *frame) error {
 	ms := c.members[f.base:]
-	ms[len(ms)-1].end = len(c.out)
 	if !f.sorted {
 		c.sortMembers(ms)
 		for i := 1; i < len(ms); i++ {
@@ -471,6 +506,16 @@ func (c *canonicalizer) closeObject(f *frame) error {
 				return fmt.Errorf("%w: %v %q", ErrInvalidPayload, errDuplicateKey, k)
 			}
 		}
+	}
+	if f.node != wholeValue {
+		if int(f.hits) < len(c.sel[f.node].children) && !c.sel[f.node].keepOthers {
+			return c.checkPresent(f.node, ms, c.pos)
+		}
+		if !f.sorted {
+			ms = keptMembers(ms)
+		}
+	}
+	if !f.sorted {
 		if len(c.out)-f.open <= maxReorderInPlace {
 			c.reorder(f.open, ms)
 		} else {
@@ -481,6 +526,98 @@ func (c *canonicalizer) closeObject(f *frame) error {
 	c.out = append(c.out, '}')
 	c.members = c.members[:f.base]
 	return nil
+}
+
+// nodeOfNext is the selection node of the value at c.pos: the top-level
+// node, or the one its array or object member's frame chose.
+func (c *canonicalizer) nodeOfNext() int32 {
+	if len(c.stack) > 0 {
+		return c.stack[len(c.stack)-1].next
+	}
+	if len(c.sel) == 0 {
+		return wholeValue
+	}
+	return 0
+}
+
+// selectMember decides, for the member named key of f's object, whether it
+// is left out (f.drop) and which node applies to its value (f.next).
+func (c *canonicalizer) selectMember(f *frame, key []byte) {
+	n := &c.sel[f.node]
+	child, named := n.children[string(key)]
+	switch {
+	case named:
+		f.hits++
+		f.drop = c.sel[child].drop
+		f.next = child
+		if c.sel[child].leaf {
+			f.next = wholeValue
+		}
+	default:
+		f.drop, f.next = !n.keepOthers, wholeValue
+	}
+}
+
+// endMember ends the member whose value was just read: it sets its end, or,
+// for a member left out, takes it (and its comma) back out of out, with the
+// objects deferred inside it.
+func (c *canonicalizer) endMember(f *frame) {
+	m := &c.members[len(c.members)-1]
+	if !f.drop {
+		m.end = len(c.out)
+		f.kept = true
+		return
+	}
+	f.drop = false
+	m.start, m.end = -1, -1
+	c.out = c.out[:f.cut]
+	k := len(c.defers)
+	for k > 0 && c.defers[k-1].open >= f.cut {
+		k--
+	}
+	if k < len(c.defers) {
+		c.order = c.order[:c.defers[k].first]
+		c.defers = c.defers[:k]
+	}
+}
+
+// keptMembers is ms without the members left out, in place.
+func keptMembers(ms []member) []member {
+	kept := ms[:0]
+	for _, m := range ms {
+		if m.start >= 0 {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// checkPresent returns an absentError for the first member, in name order,
+// that node names and ms (an object's members) lacks; nil if none does.
+func (c *canonicalizer) checkPresent(node int32, ms []member, offset int) error {
+	n := &c.sel[node]
+	if n.keepOthers {
+		return nil
+	}
+	seen := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		seen[string(c.key(m))] = true
+	}
+	names := make([]string, 0, len(n.children))
+	for name := range n.children {
+		if !seen[name] {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	path := names[0]
+	if n.path != "" {
+		path = n.path + "." + path
+	}
+	return &absentError{path: path, offset: offset}
 }
 
 // reorder rewrites the members out[open:], in the order read, in the order
@@ -736,9 +873,11 @@ func hex4(in []byte, i int) (r rune, bad int) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s, valid UTF-8, as encoding/json encodes a string
-// with HTML escaping off.
-func appendString(dst, s []byte) []byte {
+// appendString appends s as encoding/json encodes a string with HTML
+// escaping off, except that a byte of invalid UTF-8 is written as U+FFFD
+// itself rather than escaped, as the canonical form of encoding/json's
+// escape is.
+func appendString[T ~string | ~[]byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -769,10 +908,10 @@ func appendString(dst, s []byte) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = append(dst, "\uFFFD"...) // what the escape encoding/json writes decodes to
 			i++
 			start = i
 			continue

@@ -311,7 +311,7 @@ func TestCanonicalizeLargeObjectsMatchReference(t *testing.T) {
 		doc := []byte(b.String())
 		checkAgainstReference(t, i, doc)
 		c := new(canonicalizer)
-		if _, err := c.run(doc, nil); err == nil && len(c.defers) > 0 {
+		if _, err := c.run(doc, nil, nil); err == nil && len(c.defers) > 0 {
 			deferred++
 			if hasNestedDefers(c.defers) {
 				nested++
@@ -346,7 +346,7 @@ func TestCanonicalizeReorderThreshold(t *testing.T) {
 			t.Run(fmt.Sprintf("%d %s", size, name), func(t *testing.T) {
 				checkAgainstReference(t, size, []byte(doc))
 				c := new(canonicalizer)
-				if _, err := c.run([]byte(inner), nil); err != nil || (len(c.defers) > 0) != (size > maxReorderInPlace) {
+				if _, err := c.run([]byte(inner), nil, nil); err != nil || (len(c.defers) > 0) != (size > maxReorderInPlace) {
 					t.Fatalf("%d bytes of members: %d deferred objects, %v", size, len(c.defers), err)
 				}
 			})

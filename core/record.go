@@ -131,9 +131,11 @@ func Succeed(rec Record, result []byte, now time.Time, retention time.Duration) 
 // Fail returns rec completed as failed with the message of err; retryable
 // says whether a later delivery may execute again. A retryable failure
 // keeps its steps, so that its retry resumes after them (Reserve and
-// Acquire carry them); a permanent failure drops them, like a success: a
-// completed record never carries steps, so a store that re-reserves an
-// expired one in place (ddbstore's one-write Acquire) leaves none behind.
+// Acquire carry them) while it lives; a permanent failure drops them, like
+// a success. A reservation over a record past retention carries none,
+// whatever that record holds: a store that re-reserves an expired record
+// in place must remove its steps (ddbstore's one-write Acquire does so in
+// place only for a record without steps).
 func Fail(rec Record, err error, retryable bool, now time.Time, retention time.Duration) Record {
 	rec.Status = StatusFailed
 	if !retryable {

@@ -41,25 +41,34 @@ var _ idem.Acquirer = (*Store)(nil)
 // the table's resolution, is core.Acquirable:
 //
 //	attribute_not_exists(key)
-//	OR (expires_at <= now_s AND status <> in_progress AND attribute_not_exists(attempts_carried))
+//	OR (expires_at <= now_s AND status <> in_progress AND attribute_not_exists(attempts_carried)
+//	    AND attribute_not_exists(steps))
 //	OR (status = in_progress AND lease_until_ms <= now_ms AND expires_at > now_s
 //	    AND fingerprint = fp AND attempts_carried < max_attempts)
 //	OR (status = failed AND retryable = true AND expires_at > now_s
 //	    AND fingerprint = fp AND attempts_carried < max_attempts)
 //
-// The second line replaces an expired record and restarts the count at 1:
-// only records a new execution restarts from (succeeded, permanent
-// failures) lack attempts_carried. The last two continue the count of a
-// live record. The condition leaves a few records that core.Acquirable
-// allows to a second write: an in-progress record or a retryable failure
-// past retention (it carries its count), a record without a TTL attribute,
-// and a record written before attempts_carried existed. Refused with such
-// a record, Acquire reserves with Reserve's PutItem conditioned on it: one
-// write more, in cases that need a crash or a failure older than the
-// retention, or a table written by an older version. It does the same with
+// The second line replaces an expired record in place and restarts the
+// count at 1: only records a new execution restarts from (succeeded,
+// permanent failures) lack attempts_carried, and the update leaves the
+// steps' attributes as they are, so the record must have none (a fresh
+// execution carries no step: core.Acquire). The last two continue the
+// count, and the steps, of a live record. The condition leaves a few
+// records that core.Acquirable allows to a second write: an in-progress
+// record or a retryable failure past retention (it carries its count), a
+// record without a TTL attribute, a record written before attempts_carried
+// existed, and an expired one with steps (a retryable failure of that
+// encoding). Refused with such a record, Acquire reserves with Reserve's
+// PutItem conditioned on it, which writes the whole item: one write more,
+// in cases that need a crash or a failure older than the retention, or a
+// table written by an older version. It does the same with
 // a client that is not an UpdateAPI and, from then on, after an UpdateItem
 // refused with AccessDeniedException (an IAM policy written for an older
 // version, which granted PutItem and GetItem only: grant UpdateItem too).
+// If the record changed before that PutItem into one core.Acquirable
+// allows too (a retryable failure written in between), it puts over that
+// one, once more: a *idem.ConflictError holds only a record that blocks
+// the acquisition.
 //
 // A refusal by rec itself (core.Acquired: an SDK retry of a write whose
 // answer was lost) returns the stored record; after a failure that may have
@@ -109,7 +118,7 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	if found {
 		stored = &existing
 	}
-	return s.putOver(ctx, rec, stored, now)
+	return s.putOver(ctx, rec, stored, now, p)
 }
 
 // checkReservation checks and normalizes an in-progress record to write
@@ -169,21 +178,36 @@ func (s *Store) acquireByPut(ctx context.Context, rec core.Record, now time.Time
 	if !core.Acquirable(&ce.Existing, rec.Fingerprint, now, p) {
 		return core.Record{}, nil, err
 	}
-	return s.putOver(ctx, rec, &ce.Existing, now)
+	return s.putOver(ctx, rec, &ce.Existing, now, p)
 }
 
 // putOver writes rec over stored (nil: no record) with Reserve's PutItem
-// conditioned on stored, at the attempt core.Acquire gives.
-func (s *Store) putOver(ctx context.Context, rec core.Record, stored *core.Record, now time.Time) (core.Record, *core.Record, error) {
-	rec = core.Acquire(rec, stored, now)
-	var prev *core.Record
-	if stored != nil && !stored.Expired(now) {
-		prev = stored
+// conditioned on stored, at the attempt core.Acquire gives. If the record
+// changed before the put and the one that refused it may be replaced too
+// (core.Acquirable: a retryable failure written in between), it puts over
+// that one, once: a conflict answers only a record that blocks the
+// acquisition.
+func (s *Store) putOver(ctx context.Context, rec core.Record, stored *core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
+	for try := 0; ; try++ {
+		acq := core.Acquire(rec, stored, now)
+		var prev *core.Record
+		if stored != nil && !stored.Expired(now) {
+			prev = stored
+		}
+		err := s.Reserve(ctx, acq, prev, now)
+		var ce *idem.ConflictError
+		if !errors.As(err, &ce) || !core.Acquirable(&ce.Existing, rec.Fingerprint, now, p) {
+			if err != nil {
+				return core.Record{}, nil, err
+			}
+			return acq, prev, nil
+		}
+		if try >= 1 {
+			return core.Record{}, nil, core.MarkTransient(&Error{Op: "acquire", Table: s.table,
+				Err: fmt.Errorf("%w: the blocking record changed twice during the acquisition", ErrUnavailable)})
+		}
+		stored = &ce.Existing
 	}
-	if err := s.Reserve(ctx, rec, prev, now); err != nil {
-		return core.Record{}, nil, err
-	}
-	return rec, prev, nil
 }
 
 // ownAcquisition reads the key after an acquisition whose outcome is
@@ -202,7 +226,7 @@ func (s *Store) ownAcquisition(ctx context.Context, rec core.Record) (core.Recor
 // disjunction of conjunctions, which servers that parse expressions
 // naively (dynalite) evaluate far faster than nested ones.
 const acquireCondition = "attribute_not_exists(#k)" +
-	" OR (#exp <= :now_s AND #st <> :in_progress AND attribute_not_exists(#carried))" +
+	" OR (#exp <= :now_s AND #st <> :in_progress AND attribute_not_exists(#carried) AND attribute_not_exists(#steps))" +
 	" OR (#st = :in_progress AND #lease <= :now_ms AND #exp > :now_s AND #fp = :want_fp AND #carried < :max)" +
 	" OR (#st = :failed AND #retry = :true AND #exp > :now_s AND #fp = :want_fp AND #carried < :max)"
 
@@ -213,8 +237,8 @@ const acquireCount = "if_not_exists(#carried, :zero) + :one"
 // recordPlaceholders returns the expression placeholder of each of a
 // record's attributes, its key and TTL attribute included. The steps'
 // attributes are not among them: an acquisition leaves them as they are,
-// carried by a takeover or a retry (core.Acquire) and absent from the
-// completed records an acquisition restarts from (core.Succeed, core.Fail).
+// carried by a takeover or a retry (core.Acquire), and restarts in place
+// only from a record without them (acquireCondition).
 func (s *Store) recordPlaceholders() map[string]string {
 	n := &s.names
 	return map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr, "#st": n.Status, "#fp": n.Fingerprint,
@@ -227,7 +251,7 @@ func (s *Store) recordPlaceholders() map[string]string {
 // acquireInput is the UpdateItem of an acquisition: it sets every
 // attribute of rec's item as encode writes it (but the key, which it
 // addresses, and the counts, which it computes), removes the record's
-// other attributes, under acquireCondition.
+// other attributes but the steps', under acquireCondition.
 func (s *Store) acquireInput(rec core.Record, now time.Time, p core.Policy) *dynamodb.UpdateItemInput {
 	names := s.recordPlaceholders()
 	item := s.encode(rec, nil, "")
@@ -251,6 +275,7 @@ func (s *Store) acquireInput(rec core.Record, now time.Time, p core.Policy) *dyn
 			remove = append(remove, ph)
 		}
 	}
+	names["#steps"] = s.names.Steps // in the condition only: the update leaves the steps as they are
 	update := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {
 		update += " REMOVE " + strings.Join(remove, ", ")

@@ -16,6 +16,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/fakeclock"
 )
 
 // fakeUpdater is a fakeAPI with UpdateItem (a ddbstore.UpdateAPI), which
@@ -269,5 +270,48 @@ func TestAcquireWhereUpdateItemIsDenied(t *testing.T) {
 	}
 	if puts, _ := f.counts(); len(f.updates) != 1 || puts != 2 {
 		t.Errorf("%d UpdateItem, %d PutItem; want 1 (denied), 2", len(f.updates), puts)
+	}
+}
+
+// TestNewEventOverOldStepsRunsItsOwn: a retryable failure with the step
+// "charge", written before attempts_carried existed and past its
+// retention, is replaced by a new event's execution through a runner (the
+// one-write Acquire): the new event's Step("charge") runs its own function,
+// directly and after a crash and takeover, and never gets the old event's
+// result or a step conflict.
+func TestNewEventOverOldStepsRunsItsOwn(t *testing.T) {
+	integration(t)
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash before the step %v", crash), func(t *testing.T) {
+			f := newFixture(t)
+			clock := fakeclock.New(time.Now().Truncate(time.Second))
+			key := "evt:old-steps:1"
+			old := core.Reserve(key, fp, "tok-old", nil, clock.Now(), clock.Now().Add(time.Minute), time.Hour)
+			old.Steps = []core.Step{{Name: "charge", Result: []byte(`"ch_OLD"`)}}
+			putPrevious(t, f, core.Fail(old, errors.New("throttled"), true, clock.Now(), time.Hour))
+			clock.Advance(2 * time.Hour)
+			r := newRunner(t, f.store, clock)
+			charges := 0
+			handler := func(ctx context.Context) ([]byte, error) {
+				return idem.Step(ctx, "charge", func(context.Context) ([]byte, error) {
+					charges++
+					return []byte(`"ch_NEW"`), nil
+				})
+			}
+			var out idem.Outcome
+			var err error
+			if crash {
+				_, _ = r.Do(context.Background(), key, []byte(`{"order":"new"}`), func(context.Context) ([]byte, error) {
+					clock.Advance(testLease + time.Second) // the holder is gone; the next delivery takes over
+					out, err = r.Do(context.Background(), key, []byte(`{"order":"new"}`), handler)
+					return nil, errors.New("the holder died")
+				})
+			} else {
+				out, err = r.Do(context.Background(), key, []byte(`{"order":"new"}`), handler)
+			}
+			if err != nil || out.Verdict != idem.Executed || string(out.Result) != `"ch_NEW"` || charges != 1 {
+				t.Fatalf("Do = %s, %q, %v after %d charges; want executed with the new charge, charged once", out.Verdict, out.Result, err, charges)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestConditionsMatchCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 1, freshConnections() })
 	layouts := map[string][]Option{
 		"default": nil,
 		// A single-table layout: the conditions name every attribute by
@@ -175,14 +176,20 @@ func checkAcquisitions(t *testing.T, s *Store) {
 	}
 }
 
-// acquireRecords are storedRecords with one and two attempts, and a
-// retryable failure that never expires (no TTL attribute).
+// acquireRecords are storedRecords with one and two attempts (those that
+// may have steps, with one attempt, also with a step), and a retryable
+// failure that never expires (no TTL attribute).
 func acquireRecords(at func(int) time.Time) []core.Record {
 	var out []core.Record
 	for _, r := range storedRecords(at) {
 		for _, attempts := range []int{1, 2} {
 			r.Attempts = attempts
 			out = append(out, r)
+			if attempts == 1 && (r.Status == core.StatusInProgress || r.Retryable) {
+				r.Steps = []core.Step{{Name: "charge", Result: []byte(`"ch_1"`)}}
+				out = append(out, r)
+				r.Steps = nil
+			}
 		}
 	}
 	forever := core.Record{Fingerprint: "fp", LeaseToken: "tok-old", Attempts: 1, UpdatedAt: at(0), Status: core.StatusFailed, Retryable: true}
@@ -191,11 +198,11 @@ func acquireRecords(at func(int) time.Time) []core.Record {
 
 // leftToSecondWrite reports whether the acquisition's UpdateItem leaves
 // stored to a second write (see Store.Acquire): an expired record that
-// carries its count or is in progress, or a live one without a TTL
-// attribute or written before attempts_carried existed.
+// carries its count, has steps or is in progress, or a live one without a
+// TTL attribute or written before attempts_carried existed.
 func leftToSecondWrite(stored core.Record, old bool, now time.Time) bool {
 	if stored.Expired(now) {
-		return stored.Status == core.StatusInProgress || !old && carriesAttempts(stored)
+		return stored.Status == core.StatusInProgress || len(stored.Steps) > 0 || !old && carriesAttempts(stored)
 	}
 	return old || stored.ExpiresAt.IsZero()
 }
@@ -214,7 +221,8 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 	what := fmt.Sprintf("acquire over %v (old encoding %v) with fp %s at %s", stored, old, fp, now.Format(time.TimeOnly))
 	allowed := core.Acquirable(&stored, fp, now, p)
 	rec := core.Reserve(stored.Key, fp, "tok-new", nil, now, now.Add(time.Minute), time.Hour)
-	wantAttempts := core.Acquire(rec, &stored, now).Attempts
+	want := core.Acquire(rec, &stored, now)
+	wantAttempts := want.Attempts
 
 	put()
 	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.acquireInput(normalize(rec), now, p))
@@ -223,8 +231,8 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 		t.Errorf("%s: UpdateItem applied %v (%v), want %v", what, err == nil, err, want)
 	}
 	if err == nil {
-		if got, _, _ := s.read(context.Background(), "test", stored.Key); got.Attempts != wantAttempts || got.LeaseToken != "tok-new" {
-			t.Errorf("%s: stored %v, want attempt %d", what, got, wantAttempts)
+		if got, _, _ := s.read(context.Background(), "test", stored.Key); got.Attempts != wantAttempts || got.LeaseToken != "tok-new" || !sameSteps(got.Steps, want.Steps) {
+			t.Errorf("%s: stored %v with steps %q, want attempt %d with steps %q", what, got, got.Steps, wantAttempts, want.Steps)
 		}
 	}
 
@@ -236,4 +244,18 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 	if err == nil && got.Attempts != wantAttempts {
 		t.Errorf("%s: Acquire wrote attempt %d, want %d", what, got.Attempts, wantAttempts)
 	}
+	if after, _, _ := s.read(context.Background(), "test", stored.Key); err == nil && !sameSteps(after.Steps, want.Steps) {
+		t.Errorf("%s: Acquire left steps %q, want %q", what, after.Steps, want.Steps)
+	}
+}
+
+// freshConnections is the HTTP client of the tests whose SDK client may not
+// retry (RetryMaxAttempts 1): a new connection per request, so that no
+// request is sent on a kept-alive connection the server is closing (Go's
+// transport does not resend a POST it may have sent, and moto's server
+// closes idle connections at will).
+func freshConnections() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{Transport: tr}
 }

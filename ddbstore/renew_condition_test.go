@@ -34,7 +34,7 @@ func TestRenewConditionMatchesCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 1, freshConnections() })
 	opts := []Option{WithKeyAttribute("PK"), WithSortKey("SK", "idempotency#"), WithTTLAttribute("ttl"),
 		WithAttributeNames(AttributeNames{Status: "state", LeaseToken: "token", LeaseUntil: "lease", UpdatedAt: "timestamp"})}
 	table := fmt.Sprintf("idem-renew-conditions-%d", time.Now().UnixNano())

@@ -33,7 +33,7 @@ func stepStore(t *testing.T, opts ...Option) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 1, freshConnections() })
 	table := fmt.Sprintf("idem-steps-%d", time.Now().UnixNano())
 	if _, err := CreateTable(ctx, client, table, opts...); err != nil {
 		t.Fatal(err)

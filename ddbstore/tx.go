@@ -191,8 +191,9 @@ func targetOf(table string, key map[string]types.AttributeValue) string {
 // items in order. Its ClientRequestToken is derived from the lease token and
 // the attempt, so DynamoDB answers a commit retried within ten minutes as
 // it answered the first, without applying it again. A result too large for
-// the item is omitted as Complete omits it; the record's item counts
-// towards MaxTransactSize.
+// the item is handled as Complete handles it (fitComplete): kept in the
+// blob store, written before the transaction, with WithLargeResults, and
+// omitted otherwise; the record's item counts towards MaxTransactSize.
 //
 // If the transaction is cancelled (TransactionCanceledException), its
 // reasons are read once, here: the record's condition failed and the
@@ -223,7 +224,7 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	if err != nil {
 		return core.Record{}, err
 	}
-	item, stored, err := s.fitItem(op, normalize(rec))
+	item, stored, err := s.fitComplete(ctx, op, normalize(rec))
 	if err != nil {
 		return core.Record{}, err
 	}
@@ -240,7 +241,7 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	}
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
-		return s.cancelled(ctx, rec, tce.CancellationReasons)
+		return s.cancelled(ctx, rec, stored, tce.CancellationReasons)
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "TransactionInProgressException" {
@@ -290,8 +291,9 @@ var transientReasons = map[string]bool{
 }
 
 // cancelled maps a cancelled commit's reasons (the record's first, then the
-// staged items') to CompleteStaged's answer.
-func (s *Store) cancelled(ctx context.Context, rec core.Record, reasons []types.CancellationReason) (core.Record, error) {
+// staged items') to CompleteStaged's answer; stored is the record the
+// commit meant to write.
+func (s *Store) cancelled(ctx context.Context, rec, stored core.Record, reasons []types.CancellationReason) (core.Record, error) {
 	const op = "complete staged"
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == reasonCondition {
 		ccf := &types.ConditionalCheckFailedException{Item: reasons[0].Item}
@@ -300,7 +302,7 @@ func (s *Store) cancelled(ctx context.Context, rec core.Record, reasons []types.
 			return core.Record{}, err // the lease was lost or the outcome is ours; unknown
 		}
 		if found && core.SameWrite(existing, rec) {
-			return existing, nil
+			return ownLarge(existing, stored), nil
 		}
 		return core.Record{}, s.leaseLost(rec, existing, found)
 	}

@@ -130,7 +130,7 @@ func (e *Emitter) document(o idem.Observation) map[string]any {
 		"key_hash":            o.KeyHash,
 		"Calls":               1,
 		"Executions":          count(o.Verdict.Ran()),
-		"Replays":             count(o.Verdict == idem.Replayed || o.Verdict == idem.ReplayedFailure),
+		"Replays":             count(replays[o.Verdict]),
 		"InProgress":          count(o.Verdict == idem.InProgress),
 		"Takeovers":           count(o.TookOver),
 		"KeyReused":           count(o.Verdict == idem.KeyReused),
@@ -145,6 +145,10 @@ func (e *Emitter) document(o idem.Observation) map[string]any {
 	}
 	return doc
 }
+
+// replays are the verdicts of a call answered from a record in the store
+// without running the handler.
+var replays = map[idem.Verdict]bool{idem.Replayed: true, idem.ReplayedFailure: true, idem.ReplayOmitted: true, idem.ReplayCorrupt: true}
 
 func count(b bool) int {
 	if b {

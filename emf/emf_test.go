@@ -153,3 +153,23 @@ func TestBadOptions(t *testing.T) {
 		t.Error("nil writer accepted")
 	}
 }
+
+// Every verdict, those the wrappers report without a call included, makes
+// a document that follows the specification, with the verdict as its
+// dimension and Calls 1.
+func TestEveryVerdictIsADocument(t *testing.T) {
+	s := schema(t)
+	var out bytes.Buffer
+	e, err := emf.New(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range idem.Verdicts() {
+		out.Reset()
+		e.Observe(context.Background(), idem.Observation{Verdict: v, KeyHash: "0123456789abcdef"})
+		doc := checkDocument(t, s, bytes.TrimSpace(out.Bytes()))
+		if doc["Verdict"] != v.String() || doc["Calls"] != 1.0 || doc["Executions"] != map[bool]float64{true: 1, false: 0}[v.Ran()] {
+			t.Errorf("%s: document %s", v, out.Bytes())
+		}
+	}
+}

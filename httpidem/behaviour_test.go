@@ -233,7 +233,7 @@ func TestResponseHook(t *testing.T) {
 		{"k-1", "{}", 201, ""},
 		{"k-1", "{}", 201, "replayed"},
 		{"k-1", `{"a":1}`, 422, "key_reused"},
-		{"", "{}", 400, "invalid_key"},
+		{"", "{}", 400, "missing_key"},
 		{"k-2", strings.Repeat(" ", 65), 413, "invalid_payload"},
 	}
 	for i, s := range steps {
@@ -250,7 +250,7 @@ func TestResponseHook(t *testing.T) {
 			}
 		}
 	}
-	want := []idem.Verdict{idem.Replayed, idem.KeyReused, idem.InvalidKey, idem.InvalidPayload}
+	want := []idem.Verdict{idem.Replayed, idem.KeyReused, idem.MissingKey, idem.InvalidPayload}
 	if !slices.Equal(seen, want) {
 		t.Errorf("hook saw %v, want %v", seen, want)
 	}
@@ -297,7 +297,7 @@ func TestOptionErrors(t *testing.T) {
 	if _, err := httpidem.Middleware(nil); err == nil {
 		t.Error("nil runner accepted")
 	}
-	mw, err := httpidem.Middleware(e.runner, nil, httpidem.WithLogger(nil))
+	mw, err := httpidem.Middleware(e.runner, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

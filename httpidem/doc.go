@@ -3,7 +3,11 @@
 // standard mux, chi, gorilla/mux) so that a request retried with the same
 // Idempotency-Key header (IETF draft-ietf-httpapi-idempotency-key-header)
 // gets the first response back, marked Idempotent-Replayed, instead of
-// running the handler again.
+// running the handler again. For webhooks, the key can come from the
+// sender's own delivery id instead (WithKeyHeader("X-GitHub-Delivery"),
+// WithKeyBodyField("id") for a Stripe event), and the fingerprint can leave
+// out the body fields that change between deliveries of one event
+// (WithFingerprintSelection).
 //
 //	runner, err := idem.New(store)
 //	...

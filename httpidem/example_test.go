@@ -63,3 +63,43 @@ func ExampleMiddleware() {
 	// 400  application/problem+json
 	// orders created: 1
 }
+
+// A webhook receiver keyed by the sender's delivery id (GitHub's
+// X-GitHub-Delivery) rather than an Idempotency-Key header: a redelivery
+// gets the first answer back.
+func ExampleWithKeyHeader() {
+	runner, err := idem.New(memstore.New())
+	if err != nil {
+		panic(err)
+	}
+	idempotent, err := httpidem.Middleware(runner, httpidem.WithKeyHeader("X-GitHub-Delivery"))
+	if err != nil {
+		panic(err)
+	}
+	builds := 0
+	srv := httptest.NewServer(idempotent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		builds++
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, "build %d", builds)
+	})))
+	defer srv.Close()
+	deliver := func(guid string) {
+		req, _ := http.NewRequest("POST", srv.URL+"/hooks/github", strings.NewReader(`{"ref":"refs/heads/main"}`))
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-GitHub-Delivery", guid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		fmt.Println(resp.StatusCode, resp.Header.Get(httpidem.HeaderReplayed), string(b))
+	}
+	deliver("72d3162e-cc78-11e3-81ab-4c9367dc0958")
+	deliver("72d3162e-cc78-11e3-81ab-4c9367dc0958") // redelivered from GitHub's settings
+	deliver("9a1b0c2d-cc79-11e3-8f3e-2a3b4c5d6e7f")
+	// Output:
+	// 202  build 1
+	// 202 true build 1
+	// 202  build 2
+}

@@ -1,28 +1,28 @@
 package httpidem
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 
 	"github.com/idemgo/idem"
-	"github.com/idemgo/idem/internal/logattr"
 )
 
-// log records one decision: the request, the verdict and status, and the
-// outcome, with the key hashed (never the key, the header or the body).
-func (m *middleware) log(ctx context.Context, level slog.Level, r *http.Request, key, decision string, status int, out idem.Outcome, err error) {
-	l := m.cfg.logger
-	if l == nil || !l.Enabled(ctx, level) {
-		return
-	}
+// annotation names the request and the status answered in the record of
+// its call.
+func (m *middleware) annotation(r *http.Request, status int) func(idem.Outcome, error) idem.Annotation {
+	return func(idem.Outcome, error) idem.Annotation { return idem.Annotation{Attrs: m.attrs(r, status)} }
+}
+
+// attrs name the request (its method and path, never the key, the header
+// or the body) and the status answered (0: not known, not logged).
+func (m *middleware) attrs(r *http.Request, status int) []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("wrapper", "net/http"),
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
-		slog.String("verdict", decision),
-		slog.Int("status", status),
 	}
-	attrs = logattr.Outcome(attrs, key, out, err)
-	l.LogAttrs(ctx, level, "httpidem", attrs...)
+	if status != 0 {
+		attrs = append(attrs, slog.Int("status", status))
+	}
+	return attrs
 }

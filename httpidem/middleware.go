@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 
 	"github.com/idemgo/idem"
@@ -26,12 +25,14 @@ import (
 //     the rest pass through untouched;
 //   - the header (any case; an RFC 8941 quoted string is unquoted) holds 1
 //     to MaxKeyLen visible ASCII characters other than a comma, once;
-//     invalid or repeated: 400;
+//     invalid or repeated: 400; with WithKeyHeader or WithKeyBodyField the
+//     key is that header (a webhook's delivery id) or body field instead
+//     (missing: 400 missing-key-source; unusable: 400 invalid-key-source);
 //   - the stored key hashes the header with the caller (WithIdentity), so
 //     one caller can neither replay nor block another's key;
 //   - the fingerprint covers the method, the path (escaped, without the
-//     query) and the body (a JSON body compared canonically, any other body
-//     byte for byte). The body is read whole before the handler runs and
+//     query) and the body (a JSON body compared canonically, only the fields
+//     WithFingerprintSelection selects; any other body byte for byte). The body is read whole before the handler runs and
 //     given to it again: over WithMaxBodyBytes, 413; JSON nested deeper
 //     than MaxBodyDepth, 400;
 //   - the same key with another method, path or body: 422; still running
@@ -72,11 +73,15 @@ func Middleware(runner *idem.Runner, opts ...Option) (func(http.Handler) http.Ha
 			return nil, err
 		}
 	}
+	sel := runner.FingerprintSelection()
+	if cfg.selSet {
+		sel = cfg.selection
+	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("httpidem: nil handler")
 		}
-		return &middleware{runner: runner, cfg: cfg, next: next}
+		return &middleware{runner: runner, cfg: cfg, next: next, sel: sel}
 	}, nil
 }
 
@@ -86,6 +91,7 @@ type middleware struct {
 	runner *idem.Runner
 	cfg    config
 	next   http.Handler
+	sel    core.Selection // of the body's fingerprint
 }
 
 // safe are the methods whose Idempotency-Key is ignored unless required.
@@ -93,7 +99,7 @@ var safe = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.Met
 
 // ServeHTTP takes the key and the payload, runs, and maps the answer.
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key, payload, body, ok := m.admit(w, r)
+	key, body, ok := m.admit(w, r)
 	if !ok {
 		return
 	}
@@ -102,7 +108,26 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := newRecorder(w, m.cfg.maxResponse)
 	ran := false
 	var panicked any
-	out, err := m.runner.Do(m.cfg.waitContext(ctx), key, payload, func(ctx context.Context) ([]byte, error) {
+	// The call is logged and observed once, by the runner, with the
+	// request and the status answered; where the handler did not run, the
+	// answer is written then.
+	actx := idem.WithAnnotation(m.cfg.waitContext(ctx), func(out idem.Outcome, err error) idem.Annotation {
+		var a idem.Annotation
+		status := rec.status
+		switch {
+		case panicked != nil:
+			a.Verdict, a.Err = idem.Panicked, err
+		case !ran:
+			status, a.Verdict, a.Err = m.answer(r.Context(), w, out, err)
+		}
+		a.Attrs = m.attrs(r, status)
+		return a
+	})
+	path := r.URL.EscapedPath()
+	doCtx := idem.ContextWithFingerprint(actx, func(body []byte) (string, error) {
+		return httprule.Fingerprint(r.Method, path, body, m.sel)
+	})
+	_, _ = m.runner.Do(doCtx, key, body, func(ctx context.Context) ([]byte, error) {
 		if ran { // not reached: every failure below is marked to retry later
 			return nil, core.MarkRetryLater(errors.New("httpidem: handler already ran in this request"))
 		}
@@ -114,17 +139,8 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return recorded(rec)
 	})
-	switch {
-	case panicked != nil:
-		m.log(ctx, slog.LevelError, r, key, "handler_panic", rec.status, out, err)
+	if panicked != nil {
 		panic(panicked)
-	case ran:
-		// The handler's own answer has gone to the client, whether or not
-		// its outcome could be recorded (a failed record is logged).
-		m.log(ctx, levelOf(err), r, key, out.Verdict.String(), rec.status, out, err)
-	default:
-		status, err := m.answer(r.Context(), w, out, err)
-		m.log(ctx, levelOf(err), r, key, out.Verdict.String(), status, out, err)
 	}
 }
 
@@ -147,27 +163,36 @@ func recorded(rec *recorder) ([]byte, error) {
 	return httprule.Encode(shape, Response{StatusCode: status, Header: rec.header, Body: rec.body.Bytes()})
 }
 
-func levelOf(err error) slog.Level {
-	if err != nil {
-		return slog.LevelWarn
-	}
-	return slog.LevelInfo
-}
-
-// admit takes the stored key, the payload and the body of a request. ok is
-// false when admit has answered the request itself (400, 413) or passed it
-// through unkeyed.
-func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, payload, body []byte, ok bool) {
-	value, present, err := httprule.KeyHeader(nil, r.Header)
-	switch {
-	case !m.cfg.required[r.Method] && (!present || safe[r.Method]):
-		m.log(r.Context(), slog.LevelDebug, r, "", "unkeyed", 0, idem.Outcome{}, nil)
+// admit takes the stored key and the body of a request. ok is false when
+// admit has answered the request itself (400, 413) or passed it through
+// unkeyed: a safe method (GET, HEAD, OPTIONS, TRACE) without a requirement
+// silently, as none of idem's business; another method without a key and
+// without a requirement, reported as idem.Unkeyed.
+func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, body []byte, ok bool) {
+	if !m.cfg.required[r.Method] && safe[r.Method] {
 		m.next.ServeHTTP(w, r)
-		return "", nil, nil, false
+		return "", nil, false
+	}
+	read := httprule.NeedsBody(m.cfg.keyParts)
+	var err error
+	if read {
+		if body, err = m.readBody(r); err != nil {
+			return "", nil, m.refuse(w, r, bodyAnswer(err), "", err)
+		}
+	}
+	rk, err := httprule.FindKey(m.cfg.keyParts, nil, r.Header, body)
+	switch {
+	case !m.cfg.required[r.Method] && errors.Is(err, httprule.ErrNoKey):
+		if read {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		// The writer is passed as it is (a handler may flush or hijack
+		// it), so the status is not known.
+		m.next.ServeHTTP(w, r)
+		m.runner.Report(idem.WithAnnotation(r.Context(), m.annotation(r, 0)), "", idem.Outcome{Verdict: idem.Unkeyed}, nil)
+		return "", nil, false
 	case err != nil:
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
-	case !present:
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.MissingKey, "", idem.InvalidKey), "missing_key", nil)
+		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "", err)
 	}
 	var identity []string
 	if m.cfg.identity != nil {
@@ -175,20 +200,23 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, 
 			identity = []string{"caller=" + id}
 		}
 	}
-	if key, err = httprule.Key(value, identity); err != nil {
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
+	if key, err = rk.Stored(identity); err != nil {
+		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "", err)
 	}
-	if body, err = m.readBody(r); err != nil {
-		a := httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload)
-		if errors.Is(err, errTooLarge) {
-			a = httprule.NewAnswer(httprule.BodyTooLarge, err.Error(), idem.InvalidPayload)
+	if !read {
+		if body, err = m.readBody(r); err != nil {
+			return "", nil, m.refuse(w, r, bodyAnswer(err), key, err)
 		}
-		return "", nil, nil, m.refuse(w, r, a, "invalid_body", err)
 	}
-	if payload, err = httprule.Payload(r.Method, r.URL.EscapedPath(), body); err != nil {
-		return "", nil, nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), "invalid_body", err)
+	return key, body, true
+}
+
+// bodyAnswer is the answer to a request whose body readBody refused.
+func bodyAnswer(err error) httprule.Answer {
+	if errors.Is(err, errTooLarge) {
+		return httprule.NewAnswer(httprule.BodyTooLarge, err.Error(), idem.InvalidPayload)
 	}
-	return key, payload, body, true
+	return httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload)
 }
 
 // errTooLarge is readBody's error for a body over the limit.
@@ -216,30 +244,33 @@ func (m *middleware) readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// refuse answers a request that could not be keyed, and logs why; false.
-func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, a httprule.Answer, decision string, err error) bool {
+// refuse answers a request that could not be keyed, or whose body is not
+// usable, and reports its verdict (the answer's); false.
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, a httprule.Answer, key string, err error) bool {
 	status := m.write(r.Context(), w, answerResponse(a), a.Verdict, false)
-	m.log(r.Context(), slog.LevelWarn, r, "", decision, status, idem.Outcome{}, err)
+	m.runner.Report(idem.WithAnnotation(r.Context(), m.annotation(r, status)), key, idem.Outcome{Verdict: a.Verdict}, err)
 	return false
 }
 
 // answer writes the answer to a call whose handler did not run in this
-// request: the replay, or a problem. It returns the status and the error
-// to log.
-func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem.Outcome, err error) (int, error) {
+// request: the replay, or a problem. It returns the status, the verdict the
+// answer amounts to when it is not the call's (a replay that cannot be
+// answered: idem.ReplayOmitted, idem.ReplayCorrupt; else
+// idem.VerdictUnknown) and the error to log.
+func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem.Outcome, err error) (int, idem.Verdict, error) {
 	if out.Verdict != idem.Replayed {
 		a := httprule.Refusal(out.Verdict, err, m.cfg.now())
-		return m.write(ctx, w, answerResponse(a), a.Verdict, false), err
+		return m.write(ctx, w, answerResponse(a), a.Verdict, false), idem.VerdictUnknown, err
 	}
 	if out.ResultOmitted {
-		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.Replayed, true), nil
+		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.ReplayOmitted, true), idem.ReplayOmitted, errResponseOmitted
 	}
 	st, err := httprule.Decode(out.Result)
 	var resp Response
 	switch {
 	case err != nil:
 	case st.Omitted:
-		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.Replayed, true), nil
+		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.ReplayOmitted, true), idem.ReplayOmitted, errResponseOmitted
 	case st.Shape != shape:
 		err = fmt.Errorf("%w: a %q response, not one this middleware stored", httprule.ErrStoredFormat, st.Shape)
 	default:
@@ -248,7 +279,10 @@ func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem
 		}
 	}
 	if err != nil {
-		return m.write(ctx, w, answerResponse(httprule.NewAnswer(httprule.Internal, "", idem.Replayed)), idem.Replayed, false), err
+		return m.write(ctx, w, answerResponse(httprule.NewAnswer(httprule.Internal, "", idem.ReplayCorrupt)), idem.ReplayCorrupt, false), idem.ReplayCorrupt, err
 	}
-	return m.write(ctx, w, resp, idem.Replayed, true), nil
+	return m.write(ctx, w, resp, idem.Replayed, true), idem.VerdictUnknown, nil
 }
+
+// errResponseOmitted explains idem.ReplayOmitted in a log record.
+var errResponseOmitted = errors.New("httpidem: the recorded response was not kept (too large, or streamed): answered 500 response-not-replayable")

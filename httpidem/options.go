@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/httprule"
 )
 
 // Defaults of the middleware's options.
@@ -35,10 +36,12 @@ type config struct {
 	maxResponse int
 	timeout     time.Duration
 	now         func() time.Time
-	logger      *slog.Logger
 	hook        func(context.Context, *Response, idem.Verdict)
 	wait        time.Duration
 	waitSet     bool
+	keyParts    []httprule.KeyPart
+	selection   core.Selection
+	selSet      bool
 }
 
 func defaultConfig() config {
@@ -148,16 +151,6 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithLogger sets the logger of the middleware's decisions, one record per
-// request, with the key hashed (default: none). Give the runner the same
-// logger (idem.WithLogger) to see its own decisions too.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		c.logger = l
-		return nil
-	}
-}
-
 // WithResponseHook calls hook on every answer the middleware writes in the
 // handler's place, before it is written: a replay (verdict idem.Replayed),
 // and the middleware's own problems (in progress, key reused, missing or
@@ -201,4 +194,68 @@ func (c *config) waitContext(ctx context.Context) context.Context {
 		return ctx
 	}
 	return idem.ContextWithWait(ctx, c.wait)
+}
+
+// WithKeyHeader takes a request's idempotency key from the header name
+// (any case) instead of Idempotency-Key: a webhook sender's delivery id,
+// which it keeps on every retry of one delivery (GitHub's
+// X-GitHub-Delivery, Shopify's X-Shopify-Webhook-Id). The value must be
+// one header of 1 to MaxKeyLen visible ASCII characters other than a
+// comma. Given several times, or with WithKeyBodyField, the key is made of
+// all the sources in the order given (a composite key); each must be
+// present. A request of a required method (WithRequiredMethods) without
+// one is answered 400 missing-key-source; one of another method passes
+// through unkeyed; an unusable value is 400 invalid-key-source. The key is
+// hashed with the caller (WithIdentity) and the sources' names, so keys of
+// different sources never meet. WithKeyHeader("Idempotency-Key") alone is
+// the default.
+func WithKeyHeader(name string) Option {
+	return func(c *config) error {
+		p, err := httprule.HeaderPart(name)
+		if err != nil {
+			return fmt.Errorf("httpidem: WithKeyHeader: %w", err)
+		}
+		c.keyParts = append(c.keyParts, p)
+		return nil
+	}
+}
+
+// WithKeyBodyField takes a request's idempotency key from a field of its
+// JSON body: a field name or a dotted path into nested objects, such as
+// "id" for a Stripe event, whose id is the same on every retry of its
+// delivery. The value must be a non-empty string or a number (its literal
+// text). A body that is not JSON, or lacks the field, is answered 400
+// missing-key-source (a request of a method that is not required passes
+// through); a value of another type is 400 invalid-key-source. The body is
+// read (under WithMaxBodyBytes) before the key is known, and given to the
+// handler again. It combines with WithKeyHeader as described there.
+func WithKeyBodyField(path string) Option {
+	return func(c *config) error {
+		p, err := httprule.FieldPart(path)
+		if err != nil {
+			return fmt.Errorf("httpidem: WithKeyBodyField: %w", err)
+		}
+		c.keyParts = append(c.keyParts, p)
+		return nil
+	}
+}
+
+// WithFingerprintSelection makes the middleware fingerprint only the part
+// of each request's JSON body that sel covers (core.SelectFields,
+// core.IgnoreFields; see core.Selection for what a path names and what an
+// absent field does); the method and the path are always covered. A resent
+// webhook whose body differs only in a left-out field (a delivery
+// timestamp or counter) then replays instead of being refused 422. A body
+// that is not JSON is covered whole; a JSON body without a selected field
+// is answered 400 invalid-body. Without this option the runner's
+// idem.WithFingerprintSelection applies (default: the whole body). A
+// Selection built from a bad path is an error of Middleware.
+func WithFingerprintSelection(sel core.Selection) Option {
+	return func(c *config) error {
+		if err := sel.Err(); err != nil {
+			return err
+		}
+		c.selection, c.selSet = sel, true
+		return nil
+	}
 }

@@ -35,6 +35,8 @@ const (
 const (
 	ProblemMissingKey       = httprule.MissingKey       // ProblemMissingKey: 400, a required key is missing.
 	ProblemInvalidKey       = httprule.InvalidKey       // ProblemInvalidKey: 400, the key is empty, too long, repeated or not visible ASCII.
+	ProblemMissingKeySource = httprule.MissingKeySource // ProblemMissingKeySource: 400, a header or body field the key is taken from (WithKeyHeader, WithKeyBodyField) is missing.
+	ProblemInvalidKeySource = httprule.InvalidKeySource // ProblemInvalidKeySource: 400, such a header or body field is unusable (repeated, empty, too long, not visible ASCII; not a string or a number).
 	ProblemInvalidBody      = httprule.InvalidBody      // ProblemInvalidBody: 400, the body could not be read, or nests JSON too deep.
 	ProblemBodyTooLarge     = httprule.BodyTooLarge     // ProblemBodyTooLarge: 413, the body is over WithMaxBodyBytes.
 	ProblemInProgress       = httprule.InProgress       // ProblemInProgress: 409, the key's first request is still running.

@@ -31,23 +31,28 @@ func sendVia(server *fakeaws.Server) func(context.Context, events.SQSMessage) ([
 }
 
 // AWS throttling is HTTP 400 with a code: by default the SQS wrapper must
-// report the message for redelivery, never acknowledge (and so lose) it.
+// report the message for redelivery, never acknowledge (and so lose) it;
+// and a permanent AWS error is reported too, once, for the redrive policy
+// (acknowledged only when WithAcknowledged names it).
 func TestSQSReportsAWSThrottlingByDefault(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		answer fakeaws.Response
 		report bool
+		opts   []idemlambda.BatchOption
 	}{
-		{"SQS throttling (HTTP 400)", fakeaws.SQSError(400, "ThrottlingException", "ThrottlingException", "slow down"), true},
-		{"SQS request throttled (HTTP 403)", fakeaws.SQSError(403, "RequestThrottled", "RequestThrottled", "throttled"), true},
-		{"SQS internal error (HTTP 500)", fakeaws.SQSError(500, "InternalError", "InternalError", "oops"), true},
-		{"SQS invalid parameter (HTTP 400)", fakeaws.SQSError(400, "InvalidParameterValue", "InvalidParameterValue", "bad"), false},
+		{"SQS throttling (HTTP 400)", fakeaws.SQSError(400, "ThrottlingException", "ThrottlingException", "slow down"), true, nil},
+		{"SQS request throttled (HTTP 403)", fakeaws.SQSError(403, "RequestThrottled", "RequestThrottled", "throttled"), true, nil},
+		{"SQS internal error (HTTP 500)", fakeaws.SQSError(500, "InternalError", "InternalError", "oops"), true, nil},
+		{"SQS invalid parameter (HTTP 400)", fakeaws.SQSError(400, "InvalidParameterValue", "InvalidParameterValue", "bad"), true, nil},
+		{"SQS invalid parameter (HTTP 400), acknowledged", fakeaws.SQSError(400, "InvalidParameterValue", "InvalidParameterValue", "bad"), false,
+			[]idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.FailedPermanently)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			server := fakeaws.New(t, nil)
 			server.Queue(tc.answer, tc.answer, tc.answer) // the default in-process tries
-			h, err := idemlambda.SQS(e.runner, "forward", idemlambda.KeyFromMessageID(), sendVia(server))
+			h, err := idemlambda.SQS(e.runner, "forward", idemlambda.KeyFromMessageID(), sendVia(server), tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemgo/idem"
 )
 
 func TestBatchEngine(t *testing.T) {
@@ -48,14 +50,16 @@ func TestBatchEngine(t *testing.T) {
 			p.ordered = tc.ordered
 			var mu sync.Mutex
 			reasons := map[int]error{}
+			verdicts := map[int]idem.Verdict{}
 			got := runBatch(ctx, tc.items, p, func(ctx context.Context, i int) bool {
 				if tc.panics[i] {
 					panic(fmt.Sprintf("record %d", i))
 				}
 				return tc.fail[i]
-			}, func(i int, reason error) {
+			}, func(i int, v idem.Verdict, reason error) {
 				mu.Lock()
 				reasons[i] = reason
+				verdicts[i] = v
 				mu.Unlock()
 			})
 			if !slices.Equal(got, tc.want) {
@@ -65,10 +69,13 @@ func TestBatchEngine(t *testing.T) {
 				if !errors.Is(reasons[i], want) {
 					t.Errorf("record %d: reason %v, want %v", i, reasons[i], want)
 				}
+				if wantV := map[error]idem.Verdict{errLaneStopped: idem.Blocked, errNotStarted: idem.NotStarted}[want]; verdicts[i] != wantV {
+					t.Errorf("record %d: verdict %v, want %v", i, verdicts[i], wantV)
+				}
 			}
 			for i := range tc.panics {
-				if reasons[i] == nil {
-					t.Errorf("record %d panicked and unprocessed was not told", i)
+				if reasons[i] == nil || verdicts[i] != idem.Panicked {
+					t.Errorf("record %d panicked and unprocessed was told %v, %v", i, verdicts[i], reasons[i])
 				}
 			}
 		})
@@ -106,7 +113,7 @@ func TestBatchEngineBoundsAndSerialises(t *testing.T) {
 		time.Sleep(time.Millisecond) // real overlap for the race to show
 		perKey[i%5].Add(-1)
 		return false
-	}, func(int, error) {})
+	}, func(int, idem.Verdict, error) {})
 	if p := peak.Load(); p > 3 || p < 1 {
 		t.Errorf("peak concurrency %d, want 1..3", p)
 	}
@@ -160,7 +167,7 @@ func TestBatchEngineOrderedLaneThenCheckpoint(t *testing.T) {
 		ran = append(ran, i)
 		mu.Unlock()
 		return i == 3
-	}, func(int, error) {})
+	}, func(int, idem.Verdict, error) {})
 	var laneA []int
 	for _, i := range ran {
 		if items[i].lane == "a" {
@@ -172,5 +179,65 @@ func TestBatchEngineOrderedLaneThenCheckpoint(t *testing.T) {
 	}
 	if got := laneCheckpoints(items, states); !slices.Equal(got, []int{3}) {
 		t.Errorf("checkpoints %v, want [3] (states %v)", got, states)
+	}
+}
+
+// TestBatchEngineKeyOrder checks that records sharing a key run in batch
+// order, one after another, across lanes too, whatever the scheduler does:
+// the first record of a key blocks until released, and no later record of
+// its key starts before it has ended.
+func TestBatchEngineKeyOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ordered bool
+		items   []batchItem
+	}{
+		{name: "unordered", items: []batchItem{{key: "k"}, {key: "k"}, {key: "x"}, {key: "y"}, {key: "k"}}},
+		{name: "ordered, the key across lanes", ordered: true,
+			items: []batchItem{{key: "k", lane: "a"}, {key: "k", lane: "b"}, {key: "x", lane: "c"}, {key: "y", lane: "d"}, {key: "k", lane: "e"}}},
+		{name: "ordered, a lane waits for another's record of its key", ordered: true,
+			items: []batchItem{{key: "k", lane: "a"}, {key: "z", lane: "b"}, {key: "w", lane: "a"}, {key: "k", lane: "b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, concurrency := range []int{1, 2, 10} {
+				release := make(chan struct{})
+				started := make(chan int, len(tc.items))
+				var mu sync.Mutex
+				var order []int
+				done := make(chan []itemState)
+				go func() {
+					done <- runBatch(context.Background(), tc.items, batchPolicy{concurrency: concurrency, ordered: tc.ordered, now: time.Now}, func(ctx context.Context, i int) bool {
+						mu.Lock()
+						order = append(order, i)
+						mu.Unlock()
+						started <- i
+						if i == 0 {
+							<-release
+						}
+						return false
+					}, func(int, idem.Verdict, error) {})
+				}()
+				if first := <-started; first != 0 && tc.items[first].key == "k" {
+					t.Fatalf("concurrency %d: record %d started before record 0, the first of its key", concurrency, first)
+				}
+				close(release)
+				<-done
+				var ofK []int
+				for _, i := range order {
+					if tc.items[i].key == "k" {
+						ofK = append(ofK, i)
+					}
+				}
+				var want []int
+				for i, it := range tc.items {
+					if it.key == "k" {
+						want = append(want, i)
+					}
+				}
+				if !slices.Equal(ofK, want) {
+					t.Errorf("concurrency %d: records of key k ran in the order %v, want %v (batch order)", concurrency, ofK, want)
+				}
+			}
+		})
 	}
 }

@@ -12,17 +12,23 @@
 // as it is, and an error for a bad argument or option:
 //
 //   - SQS: one idempotent operation per message of an SQS batch, failures
-//     reported as batchItemFailures (ReportBatchItemFailures).
+//     reported as batchItemFailures (ReportBatchItemFailures); with
+//     WithEnvelope, the message inside an SNS notification or an
+//     EventBridge event.
+//   - SNS: the same for an SNS topic that invokes the function, failures
+//     returned as an error (*NotDoneError) for Lambda to retry.
 //   - Kinesis and DynamoDBStream: one idempotent operation per record of
 //     a Kinesis Data Streams or DynamoDB Streams batch, each shard in order;
 //     the shard's first record that must be retried is reported as its
 //     checkpoint (ReportBatchItemFailures).
 //   - RESTAPI, HTTPAPI, FunctionURL and ALB: API Gateway REST APIs, HTTP
 //     APIs, Lambda function URLs and Application Load Balancer target
-//     groups, keyed by the Idempotency-Key header. The handler answers its
-//     event source's own response type, which is stored and replayed as it
-//     was (cookies and multi-value headers included). Services outside
-//     Lambda use package github.com/idemgo/idem/httpidem instead.
+//     groups, keyed by the Idempotency-Key header (or, for webhooks, by
+//     the sender's delivery id: WithKeyHeader, WithKeyBodyField). The
+//     handler answers its event source's own response type, which is
+//     stored and replayed as it was (cookies and multi-value headers
+//     included). Services outside Lambda use package
+//     github.com/idemgo/idem/httpidem instead.
 //   - Typed: any other event type (EventBridge, Step Functions, direct
 //     invocation), keyed by a function of the event.
 //
@@ -35,7 +41,8 @@
 // Keys: SQS, stream and Typed users name the event's identity (a body
 // field, a message attribute, the FIFO deduplication id, the message id; a
 // Kinesis record's data field, partition key or sequence number; a DynamoDB
-// Streams record's item keys, event id or NewImage attribute); EventKey
+// Streams record's item keys, event id or NewImage attribute; any of them
+// through a function, KeyFromFunc, or several at once, KeyFromAll); EventKey
 // turns it and the action name into a stored key, hashed with
 // core.DeriveKey so that no user data sits in the table's key. The HTTP
 // wrappers hash the Idempotency-Key header together with the caller's
@@ -45,8 +52,23 @@
 // its call's stored key with StoredKey, to derive the ids it writes and the
 // keys it passes downstream.
 //
-// Decisions are logged with log/slog (WithLogger), one record per message,
-// stream record or request, with the key hashed by idem.HashKey.
+// The payload fingerprint covers the whole payload, or the fields that
+// WithFingerprintSelection (or the runner's idem.WithFingerprintSelection)
+// chooses with core.SelectFields or core.IgnoreFields; each payload is
+// canonicalized once.
+//
+// Every message, stream record or request is logged once, through the
+// runner's logger (idem.WithLogger; by default idem.DefaultLogger, which
+// in Lambda writes the records of what did not succeed to standard output
+// as Lambda's logging controls ask), at its verdict's level, with the key
+// hashed by idem.HashKey, and observed once (idem.WithObserver): what the
+// runner decided, and what a wrapper decided without it (a missing key, a
+// record not started, a panic), which it reports with idem.Runner.Report.
+//
+// The batch wrappers report every record that did not succeed, for the
+// queue's redrive policy or the stream's retry limit to take it to the
+// dead-letter queue or failure destination; WithAcknowledged names the
+// verdicts to acknowledge instead.
 //
 // What it does not promise: a handler that crashes after its side effect
 // and before its outcome is recorded runs again once its lease ends. Make

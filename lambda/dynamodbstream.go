@@ -20,20 +20,9 @@ import (
 
 // DynamoDBKeySource says where the DynamoDB Streams wrapper finds a record's
 // event identity. The zero value is not usable: take one from
-// DynamoDBKeyFromItemKeys, DynamoDBKeyFromEventID or DynamoDBKeyFromNewImage.
-type DynamoDBKeySource struct {
-	name string
-	get  func(events.DynamoDBEventRecord) (string, error)
-}
-
-// String names the source, for logs.
-func (s DynamoDBKeySource) String() string { return s.name }
-
-// EventID returns the event identity of rec, or an error wrapping
-// ErrMissingKey.
-func (s DynamoDBKeySource) EventID(rec events.DynamoDBEventRecord) (string, error) {
-	return sourceEventID(s.name, s.get, rec)
-}
+// DynamoDBKeyFromItemKeys, DynamoDBKeyFromEventID, DynamoDBKeyFromNewImage,
+// KeyFromFunc or KeyFromAll.
+type DynamoDBKeySource = Source[events.DynamoDBEventRecord]
 
 // DynamoDBKeyFromItemKeys takes the identity from the changed item's primary
 // key (the record's Keys) and its table: one operation per item, for actions
@@ -240,7 +229,8 @@ func typedValue(av events.DynamoDBAttributeValue) (any, error) {
 // event identity that key finds in the record (see EventKey). The payload
 // fingerprint is the record's eventName, Keys, NewImage and OldImage in
 // DynamoDB's typed JSON, canonical (attribute names and set members
-// sorted); handler's result is stored.
+// sorted), or the fields of that document WithFingerprintSelection selects;
+// handler's result is stored.
 //
 // Records of a shard run in the order of the event and stop at the first
 // one that must be retried, whose dynamodb.SequenceNumber is reported as the
@@ -252,7 +242,7 @@ func typedValue(av events.DynamoDBAttributeValue) (any, error) {
 // as for Kinesis.
 func DynamoDBStream(runner *idem.Runner, action string, key DynamoDBKeySource, handler func(ctx context.Context, rec events.DynamoDBEventRecord) ([]byte, error), opts ...BatchOption) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	if key.get == nil {
-		return nil, errors.New("idemlambda: zero DynamoDBKeySource: use DynamoDBKeyFromItemKeys, DynamoDBKeyFromEventID or DynamoDBKeyFromNewImage")
+		return nil, zeroSourceError("DynamoDBKeySource", "DynamoDBKeyFromItemKeys", "DynamoDBKeyFromEventID", "DynamoDBKeyFromNewImage")
 	}
 	w, err := newStreamWrapper(runner, action, handler, opts, streamSource[events.DynamoDBEventRecord]{
 		wrapper: "dynamodb_stream",
@@ -267,9 +257,13 @@ func DynamoDBStream(runner *idem.Runner, action string, key DynamoDBKeySource, h
 	if err != nil {
 		return nil, err
 	}
+	fp, err := w.payloadFingerprint()
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
-		for _, seq := range w.checkpoints(ctx, ev.Records) {
+		for _, seq := range w.checkpoints(idem.ContextWithFingerprint(ctx, fp), ev.Records) {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
 		}
 		return resp, nil

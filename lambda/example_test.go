@@ -33,7 +33,7 @@ func ExampleSQS() {
 				Cents   int    `json:"cents"`
 			}
 			if err := json.Unmarshal([]byte(msg.Body), &ev); err != nil {
-				return nil, err // permanent: acknowledged and logged
+				return nil, err // permanent: reported until the DLQ, replayed, never run again
 			}
 			if ev.Cents < 0 {
 				return nil, core.MarkTransient(errors.New("ledger busy")) // reported for redelivery
@@ -56,7 +56,7 @@ func ExampleSQS() {
 		msg("m1", `{"event_id":"evt-1","cents":500}`),
 		msg("m2", `{"event_id":"evt-1","cents":500}`), // the same event, sent twice
 		msg("m3", `{"event_id":"evt-2","cents":-1}`),  // fails transiently
-		msg("m4", `{"cents":700}`),                    // no event_id: permanent, acknowledged
+		msg("m4", `{"cents":700}`),                    // no event_id: missing_key, reported
 	}})
 	fmt.Println("redeliver:", resp.BatchItemFailures)
 	resp, _ = handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
@@ -65,7 +65,7 @@ func ExampleSQS() {
 	fmt.Println("redeliver:", resp.BatchItemFailures)
 	fmt.Println("ledger:", ledger)
 	// Output:
-	// redeliver: [{m3}]
+	// redeliver: [{m3} {m4}]
 	// redeliver: []
 	// ledger: map[evt-1:500]
 }
@@ -211,7 +211,7 @@ func ExampleKinesis() {
 				PaymentID string `json:"payment_id"`
 			}
 			if err := json.Unmarshal(rec.Kinesis.Data, &ev); err != nil {
-				return nil, err // permanent: acknowledged and logged
+				return nil, err // permanent: reported until the DLQ, replayed, never run again
 			}
 			if ev.PaymentID == "pay-3" && ledgerDown {
 				return nil, core.MarkTransient(errors.New("ledger busy")) // the shard's checkpoint

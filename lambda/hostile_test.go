@@ -322,10 +322,10 @@ func withMsg(id, body string, edit func(*events.SQSMessage)) events.SQSMessage {
 }
 
 // hostileSQS is one hostile batch. Messages in permanent are documented
-// permanent cases (README, SQS table): acknowledged, or reported with
-// WithPermanentFailuresToDLQ. Messages in transient are always reported.
-// runs is the handler's executions without and with
-// WithPermanentFailuresToDLQ.
+// permanent cases (README, SQS table): reported by default, acknowledged
+// when WithAcknowledged names their verdict. Messages in transient are
+// always reported. runs is the handler's executions with every permanent
+// verdict acknowledged and by default.
 type hostileSQS struct {
 	name      string
 	source    idemlambda.KeySource
@@ -378,9 +378,9 @@ func TestHostileSQS(t *testing.T) {
 	t.Parallel()
 	for _, c := range hostileSQSCases() {
 		for mode, dlq := range []bool{false, true} {
-			name := c.name + "/acknowledge permanent"
+			name := c.name + "/acknowledged when named"
 			if dlq {
-				name = c.name + "/permanent to the DLQ"
+				name = c.name + "/reported by default"
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -389,8 +389,9 @@ func TestHostileSQS(t *testing.T) {
 				var opts []idemlambda.BatchOption
 				want := append([]string{}, c.transient...)
 				if dlq {
-					opts = append(opts, idemlambda.WithPermanentFailuresToDLQ())
 					want = append(want, c.permanent...)
+				} else {
+					opts = append(opts, acknowledgeAll)
 				}
 				handle, err := idemlambda.SQS(e.runner, "hostile", c.source, hostileSQSHandler(&runs), opts...)
 				if err != nil {
@@ -427,7 +428,7 @@ func TestHostileSQSEventJSON(t *testing.T) {
 		name      string
 		raw       string
 		decodes   bool
-		permanent []string // acknowledged without the DLQ option
+		permanent []string // reported: no usable key
 	}{
 		{name: "null records", raw: `{"Records":null}`, decodes: true},
 		{name: "no records", raw: `{}`, decodes: true},
@@ -451,8 +452,7 @@ func TestHostileSQSEventJSON(t *testing.T) {
 			}
 			e := newEnv(t)
 			var runs counter
-			handle, err := idemlambda.SQS(e.runner, "hostile", idemlambda.KeyFromBodyField("event_id"), hostileSQSHandler(&runs),
-				idemlambda.WithPermanentFailuresToDLQ())
+			handle, err := idemlambda.SQS(e.runner, "hostile", idemlambda.KeyFromBodyField("event_id"), hostileSQSHandler(&runs))
 			if err != nil {
 				t.Fatal(err)
 			}

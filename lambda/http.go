@@ -102,15 +102,19 @@ func RESTAPI(runner *idem.Runner, handler func(context.Context, events.APIGatewa
 //     comma (HTTP APIs and function URLs join a repeated header's values
 //     with commas), a double quote or a backslash; missing: 400 (or, with WithOptionalKey, the handler runs
 //     unkeyed); invalid or repeated: 400;
+//   - with WithKeyHeader or WithKeyBodyField, the key is that header (a
+//     webhook's delivery id) or body field instead: missing, 400
+//     missing-key-source; unusable, 400 invalid-key-source;
 //   - the stored key hashes the header with the caller identity (JWT sub
 //     claim, IAM userArn or callerId, a Lambda authorizer's principalId or
 //     sub, and the header of WithIdentityHeader), so one caller cannot
 //     replay or block another's key; without an identity, all callers share
 //     the key space;
 //   - the fingerprint covers the method, the path and the body (a base64
-//     body is decoded first; a JSON body is compared canonically, any other
-//     body byte for byte); a body that does not decode from base64, or JSON
-//     nested deeper than MaxBodyDepth: 400;
+//     body is decoded first; a JSON body is compared canonically, only the
+//     fields WithFingerprintSelection selects, any other body byte for
+//     byte); a body that does not decode from base64, JSON nested deeper
+//     than MaxBodyDepth, or JSON without a selected field: 400;
 //   - in progress elsewhere: 409 with Retry-After (whole seconds until the
 //     holder's lease ends, at least 1); same key with another method, path
 //     or body: 422;
@@ -199,7 +203,9 @@ func DecodeBody(body string, isBase64 bool) ([]byte, error) {
 	return raw, nil
 }
 
-// RequestPayload returns the JSON that fingerprints a request: its method,
+// RequestPayload returns the JSON that fingerprints a request (without a
+// fingerprint selection; the wrappers compute the same fingerprint without
+// building it): its method,
 // its path and its body (decoded by DecodeBody), as
 // {"method":..,"path":..,"json":<body>} for a JSON body,
 // {"method":..,"path":..,"text":"<body>"} for other UTF-8 text and

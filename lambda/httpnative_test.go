@@ -246,7 +246,7 @@ func TestResponseHook(t *testing.T) {
 		{v2Req("POST", "/orders", "k-1", `{"a":1}`), 201, "", false},
 		{v2Req("POST", "/orders", "k-1", `{"a":1}`), 201, "replayed", true},
 		{v2Req("POST", "/orders", "k-1", `{"a":2}`), 422, "key_reused", false},
-		{v2Req("POST", "/orders", "", `{"a":1}`), 400, "invalid_key", false},
+		{v2Req("POST", "/orders", "", `{"a":1}`), 400, "missing_key", false},
 		{v2Req("POST", "/orders", "k-2", `{"fail":"error"}`), 500, "failed_transiently", false},
 	}
 	for i, s := range steps {
@@ -270,7 +270,7 @@ func TestResponseHook(t *testing.T) {
 			t.Errorf("step %d: the hook's cookie is missing: %v", i, resp.Cookies)
 		}
 	}
-	if want := []idem.Verdict{idem.Replayed, idem.KeyReused, idem.InvalidKey, idem.FailedTransiently}; !slices.Equal(seen, want) {
+	if want := []idem.Verdict{idem.Replayed, idem.KeyReused, idem.MissingKey, idem.FailedTransiently}; !slices.Equal(seen, want) {
 		t.Errorf("hook saw %v, want %v", seen, want)
 	}
 }

@@ -38,8 +38,9 @@ func WithIdentityHeader(name string) HTTPOption {
 
 // WithResponseHook calls hook on every answer the wrapper gives in the
 // handler's place, before it is returned: a replay (verdict idem.Replayed),
-// the wrapper's own problems (in progress, key reused, invalid key, a
-// handler error answered as a 500, ...), each with its verdict. The
+// the wrapper's own problems (in progress, key reused, a missing or invalid
+// key, a handler error answered as a 500, a replay that cannot be answered,
+// ...), each with its verdict, the one the call is logged with. The
 // handler's own response on a fresh run is not given to the hook: the
 // handler shapes that itself. The hook may change the response (add
 // headers, log it); its changes are not stored. A replay keeps

@@ -154,7 +154,9 @@ func TestHTTPWaitAcrossSandboxes(t *testing.T) {
 				}
 				return e.clock.Sleep(ctx, d)
 			}
-			mine, err := idem.New(e.store, idem.WithClock(e.clock.Now), idem.WithSleep(sleep), idem.WithRand(func() float64 { return 0 }))
+			var logs bytes.Buffer
+			mine, err := idem.New(e.store, idem.WithClock(e.clock.Now), idem.WithSleep(sleep), idem.WithRand(func() float64 { return 0 }),
+				idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,9 +164,7 @@ func TestHTTPWaitAcrossSandboxes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs bytes.Buffer
-			handle, err := idemlambda.ALB(mine, alb, idemlambda.WithClock(e.clock.Now), idemlambda.WithWait(10*time.Second),
-				idemlambda.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+			handle, err := idemlambda.ALB(mine, alb, idemlambda.WithClock(e.clock.Now), idemlambda.WithWait(10*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,7 @@ type httpWrapper[Req, Resp any] struct {
 	fl      flavour[Req, Resp]
 	handler func(context.Context, Req) (Resp, error)
 	hook    func(context.Context, *Resp, idem.Verdict) // nil: none
+	sel     core.Selection                             // of the body's fingerprint
 }
 
 func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Context, Req) (Resp, error), fl flavour[Req, Resp], opts []HTTPOption) (func(context.Context, Req) (Resp, error), error) {
@@ -37,7 +38,7 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 	if err != nil {
 		return nil, err
 	}
-	w := &httpWrapper[Req, Resp]{runner: runner, cfg: cfg, fl: fl, handler: handler}
+	w := &httpWrapper[Req, Resp]{runner: runner, cfg: cfg, fl: fl, handler: handler, sel: cfg.selectionFor(runner)}
 	if cfg.hook != nil {
 		hook, ok := cfg.hook.fn.(func(context.Context, *Resp, idem.Verdict))
 		if !ok {
@@ -50,15 +51,33 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 }
 
 // serve is the wrapper: take the key and the payload, run, map the answer.
+// The call is logged and observed once, by the runner, with the request
+// and the status answered (annotate).
 func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, error) {
 	req := w.request(event)
-	key, payload, early := w.admit(ctx, req, event)
+	key, body, early := w.admit(ctx, req, event)
 	if early != nil {
 		return *early, nil
 	}
+	defer reportPanic(idem.WithAnnotation(ctx, w.annotation(req, 0)), w.runner, key)
 	var fresh *Resp  // the response of this call's own execution, if any
 	var failed error // the handler's error, answered with a problem
-	out, err := w.runner.Do(w.cfg.waitContext(ctx), key, payload, func(ctx context.Context) ([]byte, error) {
+	var answered Resp
+	actx := idem.WithAnnotation(ctx, func(out idem.Outcome, err error) idem.Annotation {
+		if fresh != nil {
+			// The handler ran in this call: its response is the truth,
+			// whether or not its outcome could be recorded.
+			a := idem.Annotation{Attrs: w.attrs(req, w.fl.view(*fresh).StatusCode)}
+			if failed != nil {
+				a.Attrs = append(a.Attrs, slog.String("handler_error", failed.Error()))
+			}
+			return a
+		}
+		var v idem.Verdict
+		answered, v, err = w.answer(ctx, req, out, err)
+		return idem.Annotation{Attrs: w.attrs(req, w.fl.view(answered).StatusCode), Verdict: v, Err: err}
+	})
+	out, _ := w.runner.Do(w.doContext(actx, req), key, body, func(ctx context.Context) ([]byte, error) {
 		resp, status, herr := w.run(withStoredKey(ctx, key), req, event)
 		fresh, failed = &resp, herr
 		if herr != nil || httprule.RetryableStatus(status) {
@@ -71,27 +90,12 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 		return b, nil
 	})
 	if fresh != nil {
-		// The handler ran in this call: its response is the truth, whether
-		// or not its outcome could be recorded (a failed record is logged).
 		if failed != nil {
-			w.log(ctx, slog.LevelError, req, key, "handler_error", http.StatusInternalServerError, out, failed)
 			w.callHook(ctx, fresh, out.Verdict)
 		}
-		w.log(ctx, levelOf(err), req, key, out.Verdict.String(), w.fl.view(*fresh).StatusCode, out, err)
 		return *fresh, nil
 	}
-	resp, err := w.answer(ctx, req, out, err)
-	w.log(ctx, levelOf(err), req, key, out.Verdict.String(), w.fl.view(resp).StatusCode, out, err)
-	return resp, nil
-}
-
-// levelOf is the log level of a wrapper's record of a call: a warning when
-// the call failed.
-func levelOf(err error) slog.Level {
-	if err != nil {
-		return slog.LevelWarn
-	}
-	return slog.LevelInfo
+	return answered, nil
 }
 
 // request is the event's view, with the identity header of
@@ -131,48 +135,72 @@ func (w *httpWrapper[Req, Resp]) run(ctx context.Context, req httpRequest, event
 	return resp, v.StatusCode, nil
 }
 
-// admit takes the stored key and the payload of a request. When the request
+// admit takes the stored key and the body of a request. When the request
 // cannot be keyed, early is the answer: a 400, or the handler's own answer
 // when it ran unkeyed (WithOptionalKey).
-func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, event Req) (key string, payload []byte, early *Resp) {
-	value, present, err := IdempotencyKeyHeader(req.headers, req.multi)
+func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, event Req) (key string, body []byte, early *Resp) {
+	decode := func() (err error) {
+		if body == nil {
+			body, err = DecodeBody(req.body, req.base64)
+		}
+		return err
+	}
+	invalidBody := func(err error) *Resp {
+		return w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), key, err)
+	}
+	if httprule.NeedsBody(w.cfg.keyParts) {
+		if err := decode(); err != nil {
+			return "", nil, invalidBody(err)
+		}
+	}
+	rk, err := httprule.FindKey(w.cfg.keyParts, req.headers, req.multi, body)
+	if err == nil {
+		key, err = rk.Stored(req.identity)
+	}
 	switch {
-	case err != nil:
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
-	case !present && w.cfg.optionalKey:
+	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:
 		resp, status, herr := w.run(ctx, req, event)
 		if herr != nil {
-			w.callHook(ctx, &resp, idem.VerdictUnknown)
+			w.callHook(ctx, &resp, idem.Unkeyed)
 		}
-		w.log(ctx, slog.LevelInfo, req, "", "unkeyed", status, idem.Outcome{}, herr)
+		w.runner.Report(idem.WithAnnotation(ctx, w.annotation(req, status)), "", idem.Outcome{Verdict: idem.Unkeyed}, herr)
 		return "", nil, &resp
-	case !present:
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.MissingKey, "", idem.InvalidKey), "missing_key", nil)
+	case err != nil:
+		return "", nil, w.refuse(ctx, req, httprule.KeyAnswer(w.cfg.keyParts, err), "", err)
 	}
-	if key, err = HTTPKey(value, req.identity); err != nil {
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidKey, err.Error(), idem.InvalidKey), "invalid_key", err)
+	if err := decode(); err != nil {
+		return "", nil, invalidBody(err)
 	}
-	if payload, err = RequestPayload(req.method, req.path, req.body, req.base64); err != nil {
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), "invalid_body", err)
-	}
-	return key, payload, nil
+	return key, body, nil
 }
 
-// refuse answers a request that could not be keyed, and logs why.
-func (w *httpWrapper[Req, Resp]) refuse(ctx context.Context, req httpRequest, a httprule.Answer, decision string, err error) *Resp {
+// doContext is the context of the runner's call for req: the wait of
+// WithWait, and the request's fingerprint (httprule.Fingerprint: the method,
+// the path and the body, under the wrapper's selection).
+func (w *httpWrapper[Req, Resp]) doContext(ctx context.Context, req httpRequest) context.Context {
+	return idem.ContextWithFingerprint(w.cfg.waitContext(ctx), func(body []byte) (string, error) {
+		return httprule.Fingerprint(req.method, req.path, body, w.sel)
+	})
+}
+
+// refuse answers a request that could not be keyed or whose body is not
+// usable, and reports its verdict (the answer's).
+func (w *httpWrapper[Req, Resp]) refuse(ctx context.Context, req httpRequest, a httprule.Answer, key string, err error) *Resp {
 	resp := w.own(ctx, req, a)
-	w.log(ctx, slog.LevelWarn, req, "", decision, a.Status, idem.Outcome{}, err)
+	w.runner.Report(idem.WithAnnotation(ctx, w.annotation(req, a.Status)), key, idem.Outcome{Verdict: a.Verdict}, err)
 	return &resp
 }
 
 // answer maps the runner's answer, for a call whose handler did not run in
-// it, to the response (the HTTP status table of the package documentation)
-// and the error to log.
-func (w *httpWrapper[Req, Resp]) answer(ctx context.Context, req httpRequest, out idem.Outcome, err error) (Resp, error) {
+// it, to the response (the HTTP status table of the package documentation),
+// the verdict it amounts to when it is not the call's (a replay that cannot
+// be answered: idem.ReplayOmitted, idem.ReplayCorrupt; else
+// idem.VerdictUnknown) and the error to log.
+func (w *httpWrapper[Req, Resp]) answer(ctx context.Context, req httpRequest, out idem.Outcome, err error) (Resp, idem.Verdict, error) {
 	if out.Verdict == idem.Replayed {
 		return w.replay(ctx, req, out)
 	}
-	return w.own(ctx, req, httprule.Refusal(out.Verdict, err, w.cfg.now())), err
+	return w.own(ctx, req, httprule.Refusal(out.Verdict, err, w.cfg.now())), idem.VerdictUnknown, err
 }
 
 // own is one of the wrapper's own answers, in the request's header mode,
@@ -189,25 +217,29 @@ func (w *httpWrapper[Req, Resp]) own(ctx context.Context, req httpRequest, a htt
 }
 
 // replay is the stored response, marked as replayed, after the hook (which
-// cannot remove the mark).
-func (w *httpWrapper[Req, Resp]) replay(ctx context.Context, req httpRequest, out idem.Outcome) (Resp, error) {
+// cannot remove the mark); or, for a response that was not kept or does not
+// decode, the wrapper's own answer and its verdict.
+func (w *httpWrapper[Req, Resp]) replay(ctx context.Context, req httpRequest, out idem.Outcome) (Resp, idem.Verdict, error) {
 	if out.ResultOmitted {
-		return w.own(ctx, req, httprule.Omitted()), nil
+		return w.own(ctx, req, httprule.Omitted()), idem.ReplayOmitted, errResponseOmitted
 	}
 	resp, omitted, err := w.decode(out.Result, req)
 	switch {
 	case err != nil:
-		return w.own(ctx, req, httprule.NewAnswer(httprule.Internal, "", idem.Replayed)), err
+		return w.own(ctx, req, httprule.NewAnswer(httprule.Internal, "", idem.ReplayCorrupt)), idem.ReplayCorrupt, err
 	case omitted:
-		return w.own(ctx, req, httprule.Omitted()), nil
+		return w.own(ctx, req, httprule.Omitted()), idem.ReplayOmitted, errResponseOmitted
 	}
 	resp = w.mark(resp, req)
 	if w.hook != nil {
 		w.hook(ctx, &resp, idem.Replayed)
 		resp = w.mark(resp, req)
 	}
-	return resp, nil
+	return resp, idem.VerdictUnknown, nil
 }
+
+// errResponseOmitted explains idem.ReplayOmitted in a log record.
+var errResponseOmitted = errors.New("idemlambda: the stored response was not kept (too large, or streamed): answered 500 response-not-replayable")
 
 // decode reads a stored response: exactly as it was stored when it has the
 // request's shape, else adapted (fit) from the neutral view when it is a
@@ -250,17 +282,23 @@ func (w *httpWrapper[Req, Resp]) callHook(ctx context.Context, resp *Resp, v ide
 	}
 }
 
-func (w *httpWrapper[Req, Resp]) log(ctx context.Context, level slog.Level, req httpRequest, key, decision string, status int, out idem.Outcome, err error) {
-	l := w.cfg.logger
-	if l == nil || !l.Enabled(ctx, level) {
-		return
-	}
+// annotation names the request and the status answered in the record of
+// its call.
+func (w *httpWrapper[Req, Resp]) annotation(req httpRequest, status int) func(idem.Outcome, error) idem.Annotation {
+	return func(idem.Outcome, error) idem.Annotation { return idem.Annotation{Attrs: w.attrs(req, status)} }
+}
+
+// attrs name the request (its method, path and the kinds of caller identity
+// that scope its key, never their values) and the status answered (0: none,
+// not logged).
+func (w *httpWrapper[Req, Resp]) attrs(req httpRequest, status int) []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("wrapper", "http"),
 		slog.String("method", req.method),
 		slog.String("path", req.path),
-		slog.String("verdict", decision),
-		slog.Int("status", status),
+	}
+	if status != 0 {
+		attrs = append(attrs, slog.Int("status", status))
 	}
 	if len(req.identity) > 0 {
 		labels := make([]string, 0, len(req.identity))
@@ -270,6 +308,5 @@ func (w *httpWrapper[Req, Resp]) log(ctx context.Context, level slog.Level, req 
 		sort.Strings(labels)
 		attrs = append(attrs, slog.String("identity", strings.Join(labels, ",")))
 	}
-	attrs = outcomeAttrs(attrs, key, out, err)
-	l.LogAttrs(ctx, level, "idemlambda", attrs...)
+	return attrs
 }

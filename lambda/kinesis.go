@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -17,21 +16,9 @@ import (
 
 // KinesisKeySource says where the Kinesis wrapper finds a record's event
 // identity. The zero value is not usable: take one from
-// KinesisKeyFromDataField, KinesisKeyFromPartitionKey or
-// KinesisKeyFromSequenceNumber.
-type KinesisKeySource struct {
-	name string
-	get  func(events.KinesisEventRecord) (string, error)
-}
-
-// String names the source, for logs.
-func (s KinesisKeySource) String() string { return s.name }
-
-// EventID returns the event identity of rec, or an error wrapping
-// ErrMissingKey.
-func (s KinesisKeySource) EventID(rec events.KinesisEventRecord) (string, error) {
-	return sourceEventID(s.name, s.get, rec)
-}
+// KinesisKeyFromDataField, KinesisKeyFromPartitionKey,
+// KinesisKeyFromSequenceNumber, KeyFromFunc or KeyFromAll.
+type KinesisKeySource = Source[events.KinesisEventRecord]
 
 // KinesisKeyFromDataField takes the identity from a field of the record's
 // data, a JSON object (aws-lambda-go has already decoded the base64 of the
@@ -99,12 +86,12 @@ func kinesisShard(r events.KinesisEventRecord) string {
 }
 
 // kinesisPayload is the fingerprinted payload of a record's data: the data
-// if it is JSON; else, if it is UTF-8 text, the text as a JSON string; else
-// {"base64": the data in standard base64}, so that two different binary
-// records never fingerprint alike.
+// itself if it is UTF-8 (fingerprinted as JSON if it is JSON, else as a
+// JSON string: see bodyFingerprint); else {"base64": the data in standard
+// base64}, so that two different binary records never fingerprint alike.
 func kinesisPayload(data []byte) []byte {
 	if utf8.Valid(data) {
-		return sqsPayload(string(data))
+		return data
 	}
 	b, _ := json.Marshal(map[string]string{"base64": base64.StdEncoding.EncodeToString(data)}) // strings always marshal
 	return b
@@ -114,7 +101,8 @@ func kinesisPayload(data []byte) []byte {
 // handler once per record through runner, as the operation action on the
 // event identity that key finds in the record (see EventKey). The record's
 // data is the payload fingerprint (JSON data compared canonically, so key
-// order and whitespace do not matter; UTF-8 text as a JSON string; other
+// order and whitespace do not matter, and only the fields
+// WithFingerprintSelection selects; UTF-8 text as a JSON string; other
 // bytes byte for byte), and handler's result is stored.
 //
 // Records of a shard run one after another, in the order of the event; a
@@ -126,12 +114,13 @@ func kinesisPayload(data []byte) []byte {
 // [ReportBatchItemFailures]): Lambda redelivers from it, so no record after
 // it is lost and none before it runs again; a record redelivered anyway (a
 // whole-batch retry, a bisected batch) replays its stored outcome. A record
-// must be retried for the reasons an SQS message is reported (see SQS: a
-// transient failure, a key in progress elsewhere, no time left before the
-// deadline, a panic, and a permanent failure only with
-// WithPermanentFailuresToDLQ, which leaves it to the mapping's
-// MaximumRetryAttempts and on-failure destination). A permanent failure is
-// otherwise acknowledged and logged, and its shard goes on. A checkpoint
+// is the checkpoint when it did not succeed, for the reasons an SQS message
+// is reported (see SQS): a transient failure, a key in progress elsewhere,
+// no time left before the deadline, a panic, and a permanent failure (new or
+// replayed, retries exhausted, a key reused, a key or payload that cannot be
+// used), which it leaves to the mapping's MaximumRetryAttempts and
+// on-failure destination; WithAcknowledged names the verdicts to
+// acknowledge instead, and the shard goes on past them. A checkpoint
 // record without a sequence number is reported with an empty identifier,
 // which Lambda takes as a failure of the whole batch.
 //
@@ -140,7 +129,7 @@ func kinesisPayload(data []byte) []byte {
 // checkpoint; its key stays in progress until its lease ends.
 func Kinesis(runner *idem.Runner, action string, key KinesisKeySource, handler func(ctx context.Context, rec events.KinesisEventRecord) ([]byte, error), opts ...BatchOption) (func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error), error) {
 	if key.get == nil {
-		return nil, errors.New("idemlambda: zero KinesisKeySource: use KinesisKeyFromDataField, KinesisKeyFromPartitionKey or KinesisKeyFromSequenceNumber")
+		return nil, zeroSourceError("KinesisKeySource", "KinesisKeyFromDataField", "KinesisKeyFromPartitionKey", "KinesisKeyFromSequenceNumber")
 	}
 	w, err := newStreamWrapper(runner, action, handler, opts, streamSource[events.KinesisEventRecord]{
 		wrapper: "kinesis",
@@ -155,9 +144,13 @@ func Kinesis(runner *idem.Runner, action string, key KinesisKeySource, handler f
 	if err != nil {
 		return nil, err
 	}
+	fp, err := w.payloadFingerprint()
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 		resp := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}
-		for _, seq := range w.checkpoints(ctx, ev.Records) {
+		for _, seq := range w.checkpoints(idem.ContextWithFingerprint(ctx, fp), ev.Records) {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: seq})
 		}
 		return resp, nil

@@ -12,9 +12,12 @@ import (
 // context carries what Lambda users look for: the request id
 // (aws_request_id), the function name and version (from the runtime's
 // environment), and cold_start, true for the records of the sandbox's first
-// invocation. Give the same logger to the runner (idem.WithLogger) and the
-// wrappers (WithLogger): their records carry the key's hash and the
-// verdict, never the raw key or payload.
+// invocation. Give the logger to the runner (idem.WithLogger): the
+// wrappers log through it, and their records carry the key's hash and the
+// verdict, never the raw key or payload. To keep the default's format and
+// level (Lambda's logging controls), wrap idem.DefaultLogger's handler:
+//
+//	logger := slog.New(idemlambda.LogHandler(idem.DefaultLogger().Handler()))
 func LogHandler(h slog.Handler) slog.Handler {
 	return &lambdaHandler{Handler: h, first: &firstInvocation{}}
 }

@@ -3,11 +3,12 @@ package idemlambda
 import (
 	"errors"
 	"fmt"
-	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/idemgo/idem"
-	"github.com/idemgo/idem/internal/logattr"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/httprule"
 )
 
 // Defaults of the wrappers' options.
@@ -23,21 +24,24 @@ const (
 	DefaultSafetyMargin = 2 * time.Second
 )
 
-// Option configures every wrapper: WithLogger and WithClock. It is also a
-// BatchOption and an HTTPOption, so it can be given to any constructor.
+// Option configures every wrapper: WithClock and WithFingerprintSelection.
+// It is also a BatchOption and an HTTPOption, so it can be given to any
+// constructor. The wrappers log through their runner's logger
+// (idem.WithLogger).
 type Option func(*config) error
 
-// BatchOption configures the batch wrappers (SQS, Kinesis, DynamoDBStream):
-// an Option, or one of
-// WithConcurrency, WithSafetyMargin and WithPermanentFailuresToDLQ. Giving a
-// batch option to another wrapper does not compile.
+// BatchOption configures the batch wrappers (SQS, SNS, Kinesis,
+// DynamoDBStream): an Option, or one of WithConcurrency, WithSafetyMargin,
+// WithAcknowledged and WithEnvelope (SQS and SNS only). Giving a batch
+// option to another wrapper does not compile.
 type BatchOption interface {
 	applyBatch(*config) error
 }
 
 // HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL,
 // ALB): an Option, or one of WithOptionalKey, WithIdentityHeader,
-// WithResponseHook and WithWait. Giving it to another wrapper does not compile.
+// WithKeyHeader, WithKeyBodyField, WithResponseHook and WithWait. Giving it
+// to another wrapper does not compile.
 type HTTPOption interface {
 	applyHTTP(*config) error
 }
@@ -54,21 +58,26 @@ type httpOption func(*config) error
 func (o httpOption) applyHTTP(c *config) error { return o(c) }
 
 type config struct {
-	logger       *slog.Logger
 	now          func() time.Time
 	concurrency  int
 	safetyMargin time.Duration
-	toDLQ        bool
+	ack          acknowledged // batch wrappers: WithAcknowledged
 	optionalKey  bool
 	// HTTP wrappers: WithIdentityHeader, WithResponseHook, WithWait.
 	identityHeader string
 	hook           *responseHook
 	wait           time.Duration
 	waitSet        bool
+	// WithFingerprintSelection, WithEnvelope, and for the HTTP wrappers
+	// WithKeyHeader and WithKeyBodyField.
+	selection    core.Selection
+	selectionSet bool
+	envelopes    []Envelope
+	keyParts     []httprule.KeyPart
 }
 
 func defaultConfig() config {
-	return config{now: time.Now, concurrency: DefaultConcurrency, safetyMargin: DefaultSafetyMargin}
+	return config{now: time.Now, concurrency: DefaultConcurrency, safetyMargin: DefaultSafetyMargin, ack: acknowledged{}}
 }
 
 // configure applies opts, each through apply, skipping nil ones.
@@ -83,17 +92,6 @@ func configure[O any](opts []O, apply func(O, *config) error) (config, error) {
 		}
 	}
 	return c, nil
-}
-
-// WithLogger sets the logger of the wrapper's decisions, one record per
-// message or request, with the key hashed (default: none). Give the runner
-// the same logger (idem.WithLogger) to see its own decisions too. Applies to
-// every wrapper.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		c.logger = l
-		return nil
-	}
 }
 
 // WithClock sets the clock the wrapper reads for its own decisions: the
@@ -140,38 +138,56 @@ func WithSafetyMargin(d time.Duration) BatchOption {
 	})
 }
 
-// WithPermanentFailuresToDLQ reports permanent failures (a handler's
-// permanent error, new or replayed, a key reused with another body, retries
-// exhausted, a message whose key cannot be derived) as batch item failures,
-// so that SQS redelivers them until the queue's redrive policy moves them to
-// its dead-letter queue. Without it they are acknowledged (deleted) and only
-// logged. Use it only on a queue that has a redrive policy, or the message
-// is redelivered until its retention ends. In a stream (Kinesis,
-// DynamoDBStream), a reported permanent failure is its shard's checkpoint:
-// the shard waits on it (each retry replays the stored failure) until the
-// event source mapping's MaximumRetryAttempts or MaximumRecordAgeInSeconds
-// gives up and its on-failure destination receives the batch's position;
-// set both, or the shard waits until the record expires. Batch wrappers
-// only.
-func WithPermanentFailuresToDLQ() BatchOption {
+// WithAcknowledged makes a batch wrapper acknowledge the records whose
+// verdict is one of verdicts instead of reporting them: SQS deletes such a
+// message, and a stream goes past such a record. Each is still logged (with
+// reported false) and observed. By default every record that did not
+// succeed is reported, so that SQS redelivers it until the queue's redrive
+// policy moves it to the dead-letter queue, and a stream retries from it
+// until the event source mapping's retry limit sends its position to the
+// on-failure destination. What acknowledging costs: the record never
+// reaches the dead-letter queue or the failure destination; its log record
+// is all that is left of it.
+//
+// Only the verdicts of a record that no redelivery can make succeed may be
+// acknowledged: idem.FailedPermanently, idem.ReplayedFailure,
+// idem.RetriesExhausted, idem.KeyReused, idem.MissingKey, idem.InvalidKey
+// and idem.InvalidPayload; any other is an error. A success
+// (idem.Executed, idem.Replayed, and idem.OutcomeNotRecorded, whose handler
+// succeeded) is always acknowledged. Batch wrappers only.
+func WithAcknowledged(verdicts ...idem.Verdict) BatchOption {
 	return batchOption(func(c *config) error {
-		c.toDLQ = true
+		if len(verdicts) == 0 {
+			return errors.New("idemlambda: WithAcknowledged needs at least one verdict")
+		}
+		for _, v := range verdicts {
+			if !slices.Contains(acknowledgeable, v) {
+				return fmt.Errorf("idemlambda: verdict %s cannot be acknowledged: a redelivery may still make it succeed (acknowledgeable: %v)", v, acknowledgeable)
+			}
+			c.ack[v] = true
+		}
 		return nil
 	})
 }
 
-// WithOptionalKey lets requests without an Idempotency-Key header through to
-// the handler unkeyed (not idempotent) instead of answering 400. An invalid
-// header is still refused. HTTP wrappers only.
+// WithPermanentFailuresToDLQ does nothing: reporting permanent failures, so
+// that the queue's redrive policy moves them to the dead-letter queue (or a
+// stream's retry limit to its failure destination), is what every batch
+// wrapper does by default.
+//
+// Deprecated: reporting is the default; to acknowledge instead, use
+// WithAcknowledged.
+func WithPermanentFailuresToDLQ() BatchOption {
+	return batchOption(func(*config) error { return nil })
+}
+
+// WithOptionalKey lets requests without an Idempotency-Key header (or
+// without a source of WithKeyHeader or WithKeyBodyField) through to the
+// handler unkeyed (not idempotent) instead of answering 400. An invalid key
+// is still refused. HTTP wrappers only.
 func WithOptionalKey() HTTPOption {
 	return httpOption(func(c *config) error {
 		c.optionalKey = true
 		return nil
 	})
-}
-
-// outcomeAttrs appends the log attributes every wrapper records for a call
-// (see logattr.Outcome).
-func outcomeAttrs(attrs []slog.Attr, key string, out idem.Outcome, err error) []slog.Attr {
-	return logattr.Outcome(attrs, key, out, err)
 }

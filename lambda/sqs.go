@@ -1,9 +1,7 @@
 package idemlambda
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/jsonfield"
 )
 
 // ErrMissingKey is the error (checked with errors.Is) for an event whose
@@ -39,39 +38,11 @@ func EventKey(eventID, action string) (string, error) {
 	return core.DeriveKey("evt", eventID, action)
 }
 
-// KeySource says where the SQS wrapper finds a message's event identity.
-// The zero value is not usable: take one from KeyFromBodyField,
-// KeyFromAttribute, KeyFromDeduplicationID or KeyFromMessageID.
-type KeySource struct {
-	name string
-	get  func(events.SQSMessage) (string, error)
-}
-
-// String names the source, for logs.
-func (s KeySource) String() string { return s.name }
-
-// EventID returns the event identity of msg, or an error wrapping
-// ErrMissingKey.
-func (s KeySource) EventID(msg events.SQSMessage) (string, error) {
-	return sourceEventID(s.name, s.get, msg)
-}
-
-// sourceEventID is the event identity that a key source named name finds
-// in ev with get, for every event type: a zero source (nil get) and an empty
-// identity are errors wrapping ErrMissingKey.
-func sourceEventID[E any](name string, get func(E) (string, error), ev E) (string, error) {
-	if get == nil {
-		return "", fmt.Errorf("%w: zero key source", ErrMissingKey)
-	}
-	id, err := get(ev)
-	if err != nil {
-		return "", err
-	}
-	if id == "" {
-		return "", fmt.Errorf("%w: %s is empty", ErrMissingKey, name)
-	}
-	return id, nil
-}
+// KeySource says where the SQS and SNS wrappers find a message's event
+// identity. The zero value is not usable: take one from KeyFromBodyField,
+// KeyFromAttribute, KeyFromDeduplicationID, KeyFromMessageID, KeyFromFunc
+// or KeyFromAll.
+type KeySource = Source[events.SQSMessage]
 
 // KeyFromBodyField takes the identity from a field of the message's JSON
 // body. path is a field name or a dotted path into nested objects
@@ -90,47 +61,13 @@ func KeyFromBodyField(path string) KeySource {
 }
 
 // jsonField returns the string or number at the dotted path in doc, which
-// errors call what (the body, the data).
+// errors call what (the body, the data); its errors wrap ErrMissingKey.
 func jsonField(what string, doc []byte, path []string) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", fmt.Errorf("%w: %s is not JSON: %v", ErrMissingKey, what, err)
+	id, err := jsonfield.Get(what, doc, path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrMissingKey, err)
 	}
-	for i, p := range path {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return "", fmt.Errorf("%w: %q is not a JSON object", ErrMissingKey, strings.Join(path[:i], "."))
-		}
-		if v, ok = obj[p]; !ok {
-			return "", fmt.Errorf("%w: %s has no field %q", ErrMissingKey, what, strings.Join(path[:i+1], "."))
-		}
-	}
-	switch t := v.(type) {
-	case string:
-		if t == "" {
-			return "", fmt.Errorf("%w: %s field %q is empty", ErrMissingKey, what, strings.Join(path, "."))
-		}
-		return t, nil
-	case json.Number:
-		return t.String(), nil
-	}
-	return "", fmt.Errorf("%w: %s field %q is %s, want a string or a number", ErrMissingKey, what, strings.Join(path, "."), jsonKind(v))
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	}
-	return fmt.Sprintf("%T", v)
+	return id, nil
 }
 
 // KeyFromAttribute takes the identity from a message attribute of type
@@ -186,39 +123,58 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // SQS returns a handler for SQS batches that runs handler once per message
 // through runner, as the operation action on the event identity that key
 // finds in the message (see EventKey). The message body is the payload
-// fingerprint (a body that is not JSON is taken as a JSON string), and
-// handler's result is stored.
+// fingerprint (a body that is not JSON is taken as a JSON string; with
+// WithEnvelope, the body inside the envelope; with WithFingerprintSelection,
+// only its selected fields), and handler's result is stored.
 //
 // It reports in batchItemFailures, for SQS to redeliver (the event source
-// mapping must have FunctionResponseTypes: [ReportBatchItemFailures]):
-//   - transient failures (idem.ErrTransientFailure) and store errors;
-//   - duplicates still in progress elsewhere (*core.InProgressError);
-//   - messages not started because less than the safety margin
-//     (WithSafetyMargin) was left before the invocation's deadline;
-//   - in a FIFO queue, the messages of a message group after the group's
-//     first reported message, unstarted, so that order is kept;
-//   - permanent failures, only with WithPermanentFailuresToDLQ.
+// mapping must have FunctionResponseTypes: [ReportBatchItemFailures]), every
+// message that did not succeed: a new or replayed permanent failure, retries
+// exhausted, a key reused with another body, a key the source cannot find
+// (idem.MissingKey) or derive, an invalid body, a transient failure, a store
+// error, a duplicate still in progress elsewhere, a message not started
+// because less than the safety margin (WithSafetyMargin) was left before the
+// invocation's deadline, a panic, and in a FIFO queue the messages of a
+// message group after the group's first reported message, unstarted, so
+// that order is kept. SQS redelivers each after its visibility timeout; a
+// replayed failure costs one store call and no handler run; after the
+// queue's maxReceiveCount receives, its redrive policy moves the message to
+// the dead-letter queue. WithAcknowledged acknowledges the verdicts it names
+// instead.
 //
-// It acknowledges (leaves out of the failures): successes, replays of
-// stored successes, and, without WithPermanentFailuresToDLQ, permanent
-// failures, new or replayed (a permanent handler error, a key reused with
-// another body, retries exhausted, a message whose key cannot be derived),
-// which are logged. A message whose handler succeeded but whose outcome
-// could not be recorded is acknowledged too: redelivering it would run the
-// handler again.
+// It acknowledges (leaves out of the failures) successes, replays of stored
+// successes, and a message whose handler succeeded but whose outcome could
+// not be recorded (idem.OutcomeNotRecorded): redelivering it would run the
+// handler again once its lease ends.
+//
+// Every message is logged once through the runner's logger, at its
+// verdict's level (idem.Verdict.Level), with its message id, receive count
+// and whether it was reported, and observed once (idem.WithObserver),
+// whether it reached the runner or not (idem.Runner.Report).
 //
 // Messages of a standard queue run concurrently, at most WithConcurrency at
 // once; in a FIFO queue (an eventSourceARN ending in .fifo, or messages with
 // a MessageGroupId attribute) each message group runs in order, and groups
 // run concurrently within the same bound. Messages of one batch that share a
-// key run one after another, so that a duplicate within a batch replays the
-// first one's outcome instead of being refused as in progress.
+// key run one after another in batch order, across groups too: the first
+// one executes, and a later one replays its outcome (the same body) or is
+// refused as a reused key (another body), instead of being refused as in
+// progress.
 //
 // The returned function never returns an error: a batch-wide error would
 // make SQS redeliver every message. A panic in handler is recovered and
-// reported as that message's failure; its key stays in progress until its
-// lease ends.
+// reported as that message's failure (idem.Panicked); its key stays in
+// progress until its lease ends.
 func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts ...BatchOption) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	w, err := newSQSWrapper(runner, action, key, handler, opts)
+	if err != nil {
+		return nil, err
+	}
+	return w.handle, nil
+}
+
+// newSQSWrapper checks SQS's arguments and makes its wrapper.
+func newSQSWrapper(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, msg events.SQSMessage) ([]byte, error), opts []BatchOption) (*sqsWrapper, error) {
 	if runner == nil {
 		return nil, errors.New("idemlambda: nil runner")
 	}
@@ -226,7 +182,7 @@ func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx con
 		return nil, errors.New("idemlambda: nil handler")
 	}
 	if key.get == nil {
-		return nil, errors.New("idemlambda: zero KeySource: use KeyFromBodyField, KeyFromAttribute, KeyFromDeduplicationID or KeyFromMessageID")
+		return nil, zeroSourceError("KeySource", "KeyFromBodyField", "KeyFromAttribute", "KeyFromDeduplicationID", "KeyFromMessageID")
 	}
 	if _, err := EventKey("probe", action); err != nil {
 		return nil, fmt.Errorf("idemlambda: action %q: %w", action, err)
@@ -235,16 +191,19 @@ func SQS(runner *idem.Runner, action string, key KeySource, handler func(ctx con
 	if err != nil {
 		return nil, err
 	}
-	w := &sqsWrapper{runner: runner, action: action, source: key, handler: handler, cfg: cfg}
-	return w.handle, nil
+	w := &sqsWrapper{runner: runner, action: action, source: key, handler: handler, cfg: cfg, wrapper: "sqs"}
+	w.fingerprint = w.payloadFingerprint()
+	return w, nil
 }
 
 type sqsWrapper struct {
-	runner  *idem.Runner
-	action  string
-	source  KeySource
-	handler func(context.Context, events.SQSMessage) ([]byte, error)
-	cfg     config
+	runner      *idem.Runner
+	action      string
+	source      KeySource
+	handler     func(context.Context, events.SQSMessage) ([]byte, error)
+	cfg         config
+	wrapper     string               // the logs' wrapper name: sqs, or sns
+	fingerprint idem.FingerprintFunc // see payloadFingerprint
 }
 
 // IsFIFO reports whether a batch comes from a FIFO queue: an event source
@@ -260,20 +219,18 @@ func IsFIFO(ev events.SQSEvent) bool {
 
 func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	keys := make([]string, len(ev.Records))
-	keyErrs := make([]error, len(ev.Records))
+	ctx = idem.ContextWithFingerprint(ctx, w.fingerprint)
+	recs := make([]sqsRecord, len(ev.Records))
 	items := make([]batchItem, len(ev.Records))
 	for i, m := range ev.Records {
-		keys[i], keyErrs[i] = SQSKey(w.source, w.action, m)
-		items[i] = batchItem{key: keys[i], lane: m.Attributes["MessageGroupId"]}
+		recs[i] = w.prepare(m)
+		items[i] = batchItem{key: recs[i].key, lane: m.Attributes["MessageGroupId"]}
 	}
 	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: IsFIFO(ev), now: w.cfg.now}
 	states := runBatch(ctx, items, pol, func(ctx context.Context, i int) bool {
-		return w.one(ctx, ev.Records[i], keys[i], keyErrs[i])
-	}, func(i int, reason error) {
-		m := ev.Records[i]
-		w.log(ctx, slog.LevelWarn, m, keys[i], "not_processed", idem.Outcome{}, true, reason,
-			slog.String("message_group_id", m.Attributes["MessageGroupId"]))
+		return w.one(ctx, recs[i])
+	}, func(i int, v idem.Verdict, reason error) {
+		w.runner.Report(w.annotate(ctx, ev.Records[i]), recs[i].key, idem.Outcome{Verdict: v}, reason)
 	})
 	for i, st := range states {
 		if st != itemDone {
@@ -285,47 +242,34 @@ func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 // one processes a message and reports whether it goes into the batch item
 // failures.
-func (w *sqsWrapper) one(ctx context.Context, msg events.SQSMessage, key string, keyErr error) (report bool) {
-	if keyErr != nil {
-		w.log(ctx, slog.LevelWarn, msg, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, keyErr,
-			slog.String("key_source", w.source.name))
-		return w.cfg.toDLQ
+func (w *sqsWrapper) one(ctx context.Context, rec sqsRecord) (report bool) {
+	ctx = w.annotate(ctx, rec.msg)
+	if rec.keyErr != nil {
+		v := keyVerdict(rec.keyErr)
+		w.runner.Report(ctx, "", idem.Outcome{Verdict: v}, fmt.Errorf("%w (key source: %s)", rec.keyErr, w.source.name))
+		return w.cfg.ack.reports(v)
 	}
-	out, err, report := runRecord(ctx, w.runner, key, sqsPayload(msg.Body), w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
-		return w.handler(ctx, msg)
+	out := runRecord(ctx, w.runner, rec.key, rec.payload, func(ctx context.Context) ([]byte, error) {
+		return w.handler(ctx, rec.msg)
 	})
-	w.log(ctx, levelOf(err), msg, key, out.Verdict.String(), out, report, err)
-	return report
+	return w.cfg.ack.reports(out.Verdict)
 }
 
-// sqsPayload is the fingerprinted payload of a message: its body if that is
-// JSON, else the body as a JSON string. A JSON body nested deeper than
-// core.MaxDepth is passed as it is, for the runner to refuse as an invalid
-// payload (acknowledged, or to the DLQ with WithPermanentFailuresToDLQ).
-func sqsPayload(body string) []byte {
-	_, err := core.Canonicalize([]byte(body))
-	if err == nil || errors.Is(err, core.ErrTooDeep) {
-		return []byte(body)
-	}
-	b, _ := json.Marshal(body) // a string always marshals
-	return b
-}
-
-func (w *sqsWrapper) log(ctx context.Context, level slog.Level, msg events.SQSMessage, key, decision string, out idem.Outcome, reported bool, err error, extra ...slog.Attr) {
-	l := w.cfg.logger
-	if l == nil || !l.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("wrapper", "sqs"),
-		slog.String("action", w.action),
-		slog.String("message_id", msg.MessageId),
-		slog.String("verdict", decision),
-		slog.Bool("reported", reported),
-	}
-	if rc := msg.Attributes["ApproximateReceiveCount"]; rc != "" {
-		attrs = append(attrs, slog.String("receive_count", rc))
-	}
-	attrs = outcomeAttrs(attrs, key, out, err)
-	l.LogAttrs(ctx, level, "idemlambda", append(attrs, extra...)...)
+// annotate names msg in the log record of its call, and says whether its
+// verdict was reported.
+func (w *sqsWrapper) annotate(ctx context.Context, msg events.SQSMessage) context.Context {
+	return idem.WithAnnotation(ctx, func(out idem.Outcome, _ error) idem.Annotation {
+		attrs := []slog.Attr{
+			slog.String("wrapper", w.wrapper),
+			slog.String("action", w.action),
+			slog.String("message_id", msg.MessageId),
+		}
+		if rc := msg.Attributes["ApproximateReceiveCount"]; rc != "" {
+			attrs = append(attrs, slog.String("receive_count", rc))
+		}
+		if g := msg.Attributes["MessageGroupId"]; g != "" {
+			attrs = append(attrs, slog.String("message_group_id", g))
+		}
+		return idem.Annotation{Attrs: append(attrs, slog.Bool("reported", w.cfg.ack.reports(out.Verdict)))}
+	})
 }

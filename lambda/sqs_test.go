@@ -166,26 +166,27 @@ func TestSQS(t *testing.T) {
 			runs: map[string]int{"e1": 2},
 		},
 		{
-			name:    "retries exhausted is permanent and acknowledged",
+			name:    "retries exhausted is reported, replayed without running",
 			runOpts: []idem.Option{idem.WithRetry(1, 0, 0), idem.WithMaxAttempts(2)},
 			batches: []delivery{
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "transient"))}, want: []string{"m1"}},
-				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "transient"))}, want: []string{}},
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "transient"))}, want: []string{"m1"}},
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "transient"))}, want: []string{"m1"}},
+			},
+			runs: map[string]int{"e1": 2},
+		},
+		{
+			name:    "retries exhausted is acknowledged when named",
+			runOpts: []idem.Option{idem.WithRetry(1, 0, 0), idem.WithMaxAttempts(2)},
+			opts:    []idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.RetriesExhausted)},
+			batches: []delivery{
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "transient"))}, want: []string{"m1"}},
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "transient"))}, want: []string{}},
 			},
 			runs: map[string]int{"e1": 2},
 		},
 		{
-			name: "permanent failure is acknowledged and replayed without running",
-			batches: []delivery{
-				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent")), sqsMsg("m2", body("e2", "ok"))}, want: []string{}},
-				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent"))}, want: []string{}},
-			},
-			runs: map[string]int{"e1": 1, "e2": 1},
-		},
-		{
-			name: "permanent failure goes to the DLQ when configured",
-			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
+			name: "permanent failure is reported and replayed without running",
 			batches: []delivery{
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent")), sqsMsg("m2", body("e2", "ok"))}, want: []string{"m1"}},
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent"))}, want: []string{"m1"}},
@@ -193,16 +194,34 @@ func TestSQS(t *testing.T) {
 			runs: map[string]int{"e1": 1, "e2": 1},
 		},
 		{
-			name: "missing key field is a permanent failure, never run",
-			batches: []delivery{{
-				msgs: []events.SQSMessage{sqsMsg("m1", `{"do":"ok"}`), sqsMsg("m2", `not json`), sqsMsg("m3", `{"event_id":""}`), sqsMsg("m4", body("e4", "ok"))},
-				want: []string{},
-			}},
-			runs: map[string]int{"": 0, "e4": 1},
+			name: "permanent failure is reported with the deprecated option too",
+			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()}, // deprecated: the default
+			batches: []delivery{
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent")), sqsMsg("m2", body("e2", "ok"))}, want: []string{"m1"}},
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent"))}, want: []string{"m1"}},
+			},
+			runs: map[string]int{"e1": 1, "e2": 1},
 		},
 		{
-			name: "missing key field goes to the DLQ when configured",
-			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
+			name: "permanent failure is acknowledged when named, new and replayed",
+			opts: []idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.FailedPermanently, idem.ReplayedFailure)},
+			batches: []delivery{
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent")), sqsMsg("m2", body("e2", "ok"))}, want: []string{}},
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent"))}, want: []string{}},
+			},
+			runs: map[string]int{"e1": 1, "e2": 1},
+		},
+		{
+			name: "only the named verdicts are acknowledged",
+			opts: []idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.FailedPermanently)},
+			batches: []delivery{
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent"))}, want: []string{}},
+				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "permanent"))}, want: []string{"m1"}}, // replayed_failure
+			},
+			runs: map[string]int{"e1": 1},
+		},
+		{
+			name: "missing key field is reported, never run",
 			batches: []delivery{{
 				msgs: []events.SQSMessage{sqsMsg("m1", `{"do":"ok"}`), sqsMsg("m2", `not json`), sqsMsg("m3", `{"event_id":null}`), sqsMsg("m4", body("e4", "ok"))},
 				want: []string{"m1", "m2", "m3"},
@@ -210,19 +229,28 @@ func TestSQS(t *testing.T) {
 			runs: map[string]int{"": 0, "e4": 1},
 		},
 		{
-			name: "key reused with another body is permanent",
+			name: "missing key field is acknowledged when named",
+			opts: []idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.MissingKey)},
+			batches: []delivery{{
+				msgs: []events.SQSMessage{sqsMsg("m1", `{"do":"ok"}`), sqsMsg("m2", `not json`), sqsMsg("m3", `{"event_id":""}`), sqsMsg("m4", body("e4", "ok"))},
+				want: []string{},
+			}},
+			runs: map[string]int{"": 0, "e4": 1},
+		},
+		{
+			name: "key reused with another body is reported",
 			batches: []delivery{
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "ok"))}, want: []string{}},
-				{msgs: []events.SQSMessage{sqsMsg("m2", `{"event_id":"e1","do":"ok","amount":2}`)}, want: []string{}},
+				{msgs: []events.SQSMessage{sqsMsg("m2", `{"event_id":"e1","do":"ok","amount":2}`)}, want: []string{"m2"}},
 			},
 			runs: map[string]int{"e1": 1},
 		},
 		{
-			name: "key reused with another body goes to the DLQ when configured",
-			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
+			name: "key reused with another body is acknowledged when named",
+			opts: []idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.KeyReused)},
 			batches: []delivery{
 				{msgs: []events.SQSMessage{sqsMsg("m1", body("e1", "ok"))}, want: []string{}},
-				{msgs: []events.SQSMessage{sqsMsg("m2", `{"event_id":"e1","do":"ok","amount":2}`)}, want: []string{"m2"}},
+				{msgs: []events.SQSMessage{sqsMsg("m2", `{"event_id":"e1","do":"ok","amount":2}`)}, want: []string{}},
 			},
 			runs: map[string]int{"e1": 1},
 		},
@@ -261,7 +289,6 @@ func TestSQS(t *testing.T) {
 		},
 		{
 			name: "FIFO group stops at its first failure, other groups go on",
-			opts: []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()},
 			batches: []delivery{{
 				msgs: []events.SQSMessage{
 					fifoMsg("a1", "A", body("a1", "ok")), fifoMsg("b1", "B", body("b1", "ok")),
@@ -291,6 +318,7 @@ func TestSQS(t *testing.T) {
 		},
 		{
 			name: "FIFO acknowledged permanent failure does not stop the group",
+			opts: []idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.FailedPermanently)},
 			batches: []delivery{{
 				msgs: []events.SQSMessage{fifoMsg("a1", "A", body("a1", "permanent")), fifoMsg("a2", "A", body("a2", "ok"))},
 				want: []string{},
@@ -498,11 +526,10 @@ func TestEventKey(t *testing.T) {
 
 func TestSQSLogs(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, idem.WithRetry(1, 0, 0))
 	var buf syncBuffer
+	e := newEnv(t, idem.WithRetry(1, 0, 0), idem.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
 	h := &testHandler{clock: e.clock}
-	handle, err := idemlambda.SQS(e.runner, "ledger", idemlambda.KeyFromBodyField("event_id"), h.handle,
-		idemlambda.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	handle, err := idemlambda.SQS(e.runner, "ledger", idemlambda.KeyFromBodyField("event_id"), h.handle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +556,7 @@ func TestSQSLogs(t *testing.T) {
 		decision string
 		replayed bool
 		keyHash  string
-	}{{"executed", false, idem.HashKey(key)}, {"replayed", true, idem.HashKey(key)}, {"invalid_key", false, ""}}
+	}{{"executed", false, idem.HashKey(key)}, {"replayed", true, idem.HashKey(key)}, {"missing_key", false, ""}}
 	slices.SortFunc(got[1:], func(a, b map[string]any) int {
 		return strings.Compare(a["message_id"].(string), b["message_id"].(string))
 	})
@@ -567,6 +594,22 @@ func TestSQSOptionErrors(t *testing.T) {
 			return err
 		}},
 		{"nil clock", func() error { _, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithClock(nil)); return err }},
+		{"acknowledge nothing", func() error {
+			_, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithAcknowledged())
+			return err
+		}},
+		{"acknowledge a transient failure", func() error {
+			_, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithAcknowledged(idem.FailedTransiently))
+			return err
+		}},
+		{"acknowledge a key in progress", func() error {
+			_, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithAcknowledged(idem.KeyReused, idem.InProgress))
+			return err
+		}},
+		{"acknowledge a panic", func() error {
+			_, err := idemlambda.SQS(e.runner, "a", src, h, idemlambda.WithAcknowledged(idem.Panicked))
+			return err
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,10 +69,8 @@ func (w *streamWrapper[R]) checkpoints(ctx context.Context, recs []R) []string {
 	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: true, now: w.cfg.now}
 	states := runBatch(ctx, items, pol, func(ctx context.Context, i int) bool {
 		return w.one(ctx, recs[i], keys[i], keyErrs[i])
-	}, func(i int, reason error) {
-		// A record after its shard's checkpoint is not reported itself:
-		// Lambda redelivers it with the checkpoint.
-		w.log(ctx, slog.LevelWarn, recs[i], keys[i], "not_processed", idem.Outcome{}, !errors.Is(reason, errLaneStopped), reason)
+	}, func(i int, v idem.Verdict, reason error) {
+		w.runner.Report(w.annotate(ctx, recs[i]), keys[i], idem.Outcome{Verdict: v}, reason)
 	})
 	seqs := []string{}
 	for _, i := range laneCheckpoints(items, states) {
@@ -84,32 +82,35 @@ func (w *streamWrapper[R]) checkpoints(ctx context.Context, recs []R) []string {
 // one processes a record and reports whether it must be retried: in an
 // ordered lane, the first such record is its shard's checkpoint.
 func (w *streamWrapper[R]) one(ctx context.Context, rec R, key string, keyErr error) (report bool) {
+	ctx = w.annotate(ctx, rec)
 	if keyErr != nil {
-		w.log(ctx, slog.LevelWarn, rec, "", idem.InvalidKey.String(), idem.Outcome{}, w.cfg.toDLQ, keyErr)
-		return w.cfg.toDLQ
+		v := keyVerdict(keyErr)
+		w.runner.Report(ctx, "", idem.Outcome{Verdict: v}, keyErr)
+		return w.cfg.ack.reports(v)
 	}
 	payload, err := w.src.payload(rec)
 	if err != nil {
-		w.log(ctx, slog.LevelWarn, rec, key, idem.InvalidPayload.String(), idem.Outcome{}, w.cfg.toDLQ, err)
-		return w.cfg.toDLQ
+		w.runner.Report(ctx, key, idem.Outcome{Verdict: idem.InvalidPayload}, err)
+		return w.cfg.ack.reports(idem.InvalidPayload)
 	}
-	out, err, report := runRecord(ctx, w.runner, key, payload, w.cfg.toDLQ, func(ctx context.Context) ([]byte, error) {
+	out := runRecord(ctx, w.runner, key, payload, func(ctx context.Context) ([]byte, error) {
 		return w.handler(ctx, rec)
 	})
-	w.log(ctx, levelOf(err), rec, key, out.Verdict.String(), out, report, err)
-	return report
+	return w.cfg.ack.reports(out.Verdict)
 }
 
-func (w *streamWrapper[R]) log(ctx context.Context, level slog.Level, rec R, key, decision string, out idem.Outcome, reported bool, err error) {
-	l := w.cfg.logger
-	if l == nil || !l.Enabled(ctx, level) {
-		return
-	}
-	attrs := append([]slog.Attr{
-		slog.String("wrapper", w.src.wrapper),
-		slog.String("action", w.action),
-		slog.String("sequence_number", w.src.seq(rec)),
-	}, w.src.attrs(rec)...)
-	attrs = append(attrs, slog.String("verdict", decision), slog.Bool("reported", reported))
-	l.LogAttrs(ctx, level, "idemlambda", outcomeAttrs(attrs, key, out, err)...)
+// annotate names rec in the log record of its call, and says whether it was
+// reported: whether it is its shard's checkpoint. A record after the
+// checkpoint (idem.Blocked) is not reported itself: Lambda redelivers it
+// with the checkpoint.
+func (w *streamWrapper[R]) annotate(ctx context.Context, rec R) context.Context {
+	return idem.WithAnnotation(ctx, func(out idem.Outcome, _ error) idem.Annotation {
+		attrs := append([]slog.Attr{
+			slog.String("wrapper", w.src.wrapper),
+			slog.String("action", w.action),
+			slog.String("sequence_number", w.src.seq(rec)),
+		}, w.src.attrs(rec)...)
+		reported := out.Verdict != idem.Blocked && w.cfg.ack.reports(out.Verdict)
+		return idem.Annotation{Attrs: append(attrs, slog.Bool("reported", reported))}
+	})
 }

@@ -3,8 +3,8 @@ package idemlambda_test
 // Hostile inputs for the stream wrappers: every case asserts that the
 // wrapper does not panic, never returns an error, and reports the
 // checkpoint the documentation promises: a transient failure always, a
-// documented permanent case (no usable key or payload) only with
-// WithPermanentFailuresToDLQ.
+// documented permanent case (no usable key or payload) unless
+// WithAcknowledged names it.
 
 import (
 	"context"
@@ -25,8 +25,8 @@ import (
 )
 
 // hostileStream is one hostile batch of records R. want is the checkpoints
-// reported without and with WithPermanentFailuresToDLQ, runs the handler's
-// executions in each mode.
+// reported with every permanent verdict acknowledged (WithAcknowledged) and
+// by default, runs the handler's executions in each mode.
 type hostileStream[R any] struct {
 	name string
 	recs []R
@@ -38,17 +38,17 @@ type hostileStream[R any] struct {
 // makes with a handler that fails transiently on records it calls failing.
 func runHostileStream[R any](t *testing.T, c hostileStream[R], build func(e *env, h func(context.Context, R) ([]byte, error), opts ...idemlambda.BatchOption) (func(context.Context, []R) []string, error), failing func(R) bool) {
 	for mode, dlq := range []bool{false, true} {
-		name := c.name + "/acknowledge permanent"
+		name := c.name + "/acknowledged when named"
 		if dlq {
-			name = c.name + "/permanent to the DLQ"
+			name = c.name + "/reported by default"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, idem.WithRetry(2, 0, 0))
 			var runs counter
 			var opts []idemlambda.BatchOption
-			if dlq {
-				opts = append(opts, idemlambda.WithPermanentFailuresToDLQ())
+			if !dlq {
+				opts = append(opts, acknowledgeAll)
 			}
 			handle, err := build(e, func(ctx context.Context, r R) ([]byte, error) {
 				runs.inc("all")
@@ -257,9 +257,9 @@ func TestHostileStreamEventJSON(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
 			var buf syncBuffer
-			opts := []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ(), idemlambda.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil)))}
+			e := newEnv(t, idem.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+			var opts []idemlambda.BatchOption
 			var ids []string
 			var n int
 			var lane func(map[string]any) string

@@ -9,9 +9,11 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
+// fingerprintOf is a batch wrapper's fingerprint of payload, with no
+// selection.
 func fingerprintOf(t *testing.T, payload []byte) string {
 	t.Helper()
-	fp, err := core.Fingerprint(payload)
+	fp, err := bodyFingerprint(core.Selection{})(payload)
 	if err != nil {
 		t.Fatalf("payload %s does not fingerprint: %v", payload, err)
 	}

@@ -264,7 +264,7 @@ func holdEvent(id, do string, d time.Duration) func(t *testing.T, e *env) {
 
 func TestKinesis(t *testing.T) {
 	t.Parallel()
-	dlq := []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()}
+	ack := []idemlambda.BatchOption{acknowledgeAll}
 	retryOnce := []idem.Option{idem.WithRetry(1, 0, 0)}
 	noSeq := func(r events.KinesisEventRecord) events.KinesisEventRecord { r.Kinesis.SequenceNumber = ""; return r }
 	tests := []streamCase[events.KinesisEventRecord]{
@@ -275,7 +275,6 @@ func TestKinesis(t *testing.T) {
 		},
 		{
 			name: "poison record in the middle stops the shard at it",
-			opts: dlq,
 			batches: []kb{
 				{recs: []events.KinesisEventRecord{k(1, "e1", "ok"), k(2, "e2", "permanent"), k(3, "e3", "ok"), k(4, "e4", "ok")}, want: cp(2)},
 				{recs: []events.KinesisEventRecord{k(2, "e2", "permanent"), k(3, "e3", "ok"), k(4, "e4", "ok")}, want: cp(2)}, // retried from it: replayed
@@ -283,7 +282,8 @@ func TestKinesis(t *testing.T) {
 			runs: map[string]int{"e1": 1, "e2": 1, "e3": 0, "e4": 0},
 		},
 		{
-			name:    "permanent failure is acknowledged by default and the shard goes on",
+			name:    "permanent failure acknowledged when named: the shard goes on",
+			opts:    ack,
 			batches: []kb{{recs: []events.KinesisEventRecord{k(1, "e1", "permanent"), k(2, "e2", "ok")}, want: cp()}},
 			runs:    map[string]int{"e1": 1, "e2": 1},
 		},
@@ -366,18 +366,27 @@ func TestKinesis(t *testing.T) {
 			runs: map[string]int{"e1": 1, "e2": 1, "e3": 1},
 		},
 		{
-			name:    "records without a key are acknowledged by default",
+			name:    "records without a key are acknowledged when named",
+			opts:    ack,
 			batches: []kb{{recs: []events.KinesisEventRecord{kinRec(0, 1, `{"do":"ok"}`), kinRec(0, 2, "not json"), k(3, "e3", "ok")}, want: cp()}},
 			runs:    map[string]int{"": 0, "e3": 1},
 		},
 		{
-			name:    "record without a key is the checkpoint with the DLQ option",
-			opts:    dlq,
+			name:    "record without a key is the checkpoint by default",
 			batches: []kb{{recs: []events.KinesisEventRecord{k(1, "e1", "ok"), kinRec(0, 2, `{}`), k(3, "e3", "ok")}, want: cp(2)}},
 			runs:    map[string]int{"e1": 1, "e3": 0},
 		},
 		{
-			name: "key reused with other data is acknowledged",
+			name: "key reused with other data is the checkpoint by default",
+			batches: []kb{
+				{recs: []events.KinesisEventRecord{k(1, "e1", "ok")}, want: cp()},
+				{recs: []events.KinesisEventRecord{kinRec(0, 2, `{"event_id":"e1","do":"ok","amount":2}`), k(3, "e3", "ok")}, want: cp(2)},
+			},
+			runs: map[string]int{"e1": 1, "e3": 0},
+		},
+		{
+			name: "key reused with other data is acknowledged when named",
+			opts: []idemlambda.BatchOption{idemlambda.WithAcknowledged(idem.KeyReused)},
 			batches: []kb{
 				{recs: []events.KinesisEventRecord{k(1, "e1", "ok")}, want: cp()},
 				{recs: []events.KinesisEventRecord{kinRec(0, 2, `{"event_id":"e1","do":"ok","amount":2}`), k(3, "e3", "ok")}, want: cp()},
@@ -415,7 +424,7 @@ type db = streamBatch[events.DynamoDBEventRecord]
 
 func TestDynamoDBStream(t *testing.T) {
 	t.Parallel()
-	dlq := []idemlambda.BatchOption{idemlambda.WithPermanentFailuresToDLQ()}
+	ack := []idemlambda.BatchOption{acknowledgeAll}
 	retryOnce := []idem.Option{idem.WithRetry(1, 0, 0)}
 	keys, byEvent, byImage := idemlambda.DynamoDBKeyFromItemKeys(), idemlambda.DynamoDBKeyFromEventID(), idemlambda.DynamoDBKeyFromNewImage("id")
 	tests := []struct {
@@ -429,7 +438,6 @@ func TestDynamoDBStream(t *testing.T) {
 		}},
 		{source: keys, streamCase: streamCase[events.DynamoDBEventRecord]{
 			name: "poison record in the middle stops the shard at it",
-			opts: dlq,
 			batches: []db{
 				{recs: []events.DynamoDBEventRecord{d(1, "o1", "ok"), d(2, "o2", "permanent"), d(3, "o3", "ok")}, want: cp(2)},
 				{recs: []events.DynamoDBEventRecord{d(2, "o2", "permanent"), d(3, "o3", "ok")}, want: cp(2)},
@@ -456,13 +464,13 @@ func TestDynamoDBStream(t *testing.T) {
 			runs: map[string]int{"o1": 1},
 		}},
 		{source: keys, streamCase: streamCase[events.DynamoDBEventRecord]{
-			name:    "item keys: a later change of the item is a reused key, acknowledged",
+			name:    "item keys: a later change of the item is a reused key, acknowledged when named",
+			opts:    ack,
 			batches: []db{{recs: []events.DynamoDBEventRecord{d(1, "o1", "ok"), ddbRec(2, "MODIFY", "o1", "ok"), d(3, "o2", "ok")}, want: cp()}},
 			runs:    map[string]int{"o1": 1, "o2": 1},
 		}},
 		{source: keys, streamCase: streamCase[events.DynamoDBEventRecord]{
-			name:    "item keys: a later change of the item is the checkpoint with the DLQ option",
-			opts:    dlq,
+			name:    "item keys: a later change of the item is the checkpoint by default",
 			batches: []db{{recs: []events.DynamoDBEventRecord{d(1, "o1", "ok"), ddbRec(2, "MODIFY", "o1", "ok"), d(3, "o2", "ok")}, want: cp(2)}},
 			runs:    map[string]int{"o1": 1, "o2": 0},
 		}},
@@ -475,8 +483,7 @@ func TestDynamoDBStream(t *testing.T) {
 			runs: map[string]int{"o1": 3},
 		}},
 		{source: byImage, streamCase: streamCase[events.DynamoDBEventRecord]{
-			name:    "NewImage attribute: a REMOVE has none and is the checkpoint with the DLQ option",
-			opts:    dlq,
+			name:    "NewImage attribute: a REMOVE has none and is the checkpoint by default",
 			batches: []db{{recs: []events.DynamoDBEventRecord{d(1, "o1", "ok"), ddbRec(2, "REMOVE", "o1", ""), d(3, "o3", "ok")}, want: cp(2)}},
 			runs:    map[string]int{"o1": 1, "o3": 0},
 		}},
@@ -655,11 +662,10 @@ func TestDynamoDBItemKeysIdentity(t *testing.T) {
 
 func TestStreamLogs(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, idem.WithRetry(1, 0, 0))
 	var buf syncBuffer
+	e := newEnv(t, idem.WithRetry(1, 0, 0), idem.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
 	h := &streamHandler{clock: e.clock}
-	handle, err := idemlambda.Kinesis(e.runner, "audit", idemlambda.KinesisKeyFromDataField("event_id"), h.kinesis,
-		idemlambda.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	handle, err := idemlambda.Kinesis(e.runner, "audit", idemlambda.KinesisKeyFromDataField("event_id"), h.kinesis)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +676,7 @@ func TestStreamLogs(t *testing.T) {
 	want := []struct {
 		seq, verdict string
 		reported     bool
-	}{{seqN(1), "executed", false}, {seqN(2), "failed_transiently", true}, {seqN(3), "not_processed", false}}
+	}{{seqN(1), "executed", false}, {seqN(2), "failed_transiently", true}, {seqN(3), "blocked", false}}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != len(want) {
 		t.Fatalf("got %d log records, want %d: %s", len(lines), len(want), buf.String())

@@ -25,7 +25,8 @@ var ErrResultOmitted = errors.New("idemlambda: stored result was omitted (too la
 // core.DeriveKey. A keyFn error is returned wrapped with ErrMissingKey and
 // core.ErrInvalidKey.
 //
-// The payload fingerprint is the JSON of the event; handler's Out is stored
+// The payload fingerprint is the JSON of the event (the part
+// WithFingerprintSelection covers, if given); handler's Out is stored
 // as JSON and decoded on a replay. Errors are the runner's, passed through
 // as they are (*core.InProgressError, *core.FailureError,
 // core.ErrKeyReused, idem.ErrTransientFailure, ...), so that the invoker's
@@ -47,32 +48,43 @@ func Typed[In, Out any](runner *idem.Runner, keyFn func(In) (string, error), han
 		return nil, err
 	}
 	w := &typedWrapper[In, Out]{runner: runner, keyFn: keyFn, handler: handler, cfg: cfg}
+	if cfg.selectionSet {
+		w.fingerprint = cfg.selection.Fingerprint
+	}
 	return w.call, nil
 }
 
 type typedWrapper[In, Out any] struct {
-	runner  *idem.Runner
-	keyFn   func(In) (string, error)
-	handler func(context.Context, In) (Out, error)
-	cfg     config
+	runner      *idem.Runner
+	keyFn       func(In) (string, error)
+	handler     func(context.Context, In) (Out, error)
+	cfg         config
+	fingerprint idem.FingerprintFunc // WithFingerprintSelection's; nil: the runner's
 }
 
 func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
 	var zero Out
+	var replay typedReplay[Out]
+	ctx = idem.WithAnnotation(ctx, replay.annotate)
 	key, err := w.keyFn(in)
 	if err != nil {
 		err = fmt.Errorf("%w: %w: %w", ErrMissingKey, core.ErrInvalidKey, err)
-		typedLog(ctx, w.cfg.logger, "", idem.InvalidKey.String(), idem.Outcome{}, err)
+		w.runner.Report(ctx, "", idem.Outcome{Verdict: idem.MissingKey}, err)
 		return zero, err
 	}
 	payload, err := json.Marshal(in)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", core.ErrInvalidPayload, err)
-		typedLog(ctx, w.cfg.logger, key, idem.InvalidPayload.String(), idem.Outcome{}, err)
+		w.runner.Report(ctx, key, idem.Outcome{Verdict: idem.InvalidPayload}, err)
 		return zero, err
 	}
+	defer reportPanic(ctx, w.runner, key)
 	var fresh *Out
-	out, err := w.runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
+	doCtx := ctx
+	if w.fingerprint != nil {
+		doCtx = idem.ContextWithFingerprint(ctx, w.fingerprint)
+	}
+	_, err = w.runner.Do(doCtx, key, payload, func(ctx context.Context) ([]byte, error) {
 		o, herr := w.handler(withStoredKey(ctx, key), in)
 		if herr != nil {
 			return nil, awsclassify.Mark(herr)
@@ -84,47 +96,45 @@ func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
 		fresh = &o
 		return b, nil
 	})
-	if fresh != nil || err != nil {
+	switch {
+	case fresh != nil:
 		// The handler's own Out, even when its outcome could not be
-		// recorded; or the runner's error, passed through as it is.
-		typedLog(ctx, w.cfg.logger, key, out.Verdict.String(), out, err)
-		if fresh != nil {
-			return *fresh, err
+		// recorded.
+		return *fresh, err
+	case err != nil:
+		// The runner's error, passed through as it is.
+		return zero, err
+	}
+	return replay.out, replay.err
+}
+
+// typedReplay is a replayed result, decoded at the end of its call so that
+// the call is logged and observed with what became of it.
+type typedReplay[Out any] struct {
+	out Out
+	err error
+}
+
+// annotate names the wrapper in the call's record and, for a replay,
+// decodes the stored result: a result that was omitted is
+// idem.ReplayOmitted (ErrResultOmitted), one that does not decode
+// idem.ReplayCorrupt.
+func (r *typedReplay[Out]) annotate(out idem.Outcome, err error) idem.Annotation {
+	a := idem.Annotation{Attrs: []slog.Attr{slog.String("wrapper", "typed")}}
+	if err != nil || out.Verdict != idem.Replayed {
+		return a
+	}
+	switch {
+	case out.ResultOmitted:
+		r.err = ErrResultOmitted
+		a.Verdict = idem.ReplayOmitted
+	default:
+		if derr := json.Unmarshal(out.Result, &r.out); derr != nil {
+			var zero Out
+			r.out, r.err = zero, fmt.Errorf("idemlambda: stored result does not decode into %T: %w", zero, derr)
+			a.Verdict = idem.ReplayCorrupt
 		}
-		return zero, err
 	}
-	return w.replay(ctx, key, out)
-}
-
-// replay decodes a replayed result.
-func (w *typedWrapper[In, Out]) replay(ctx context.Context, key string, out idem.Outcome) (Out, error) {
-	var o Out
-	if out.ResultOmitted {
-		typedLog(ctx, w.cfg.logger, key, "replay_omitted", out, ErrResultOmitted)
-		return o, ErrResultOmitted
-	}
-	if err := json.Unmarshal(out.Result, &o); err != nil {
-		err = fmt.Errorf("idemlambda: stored result does not decode into %T: %w", o, err)
-		typedLog(ctx, w.cfg.logger, key, "replay_corrupt", out, err)
-		var zero Out
-		return zero, err
-	}
-	typedLog(ctx, w.cfg.logger, key, out.Verdict.String(), out, nil)
-	return o, nil
-}
-
-func typedLog(ctx context.Context, l *slog.Logger, key, decision string, out idem.Outcome, err error) {
-	level := slog.LevelInfo
-	if err != nil {
-		level = slog.LevelWarn
-	}
-	if l == nil || !l.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("wrapper", "typed"),
-		slog.String("verdict", decision),
-	}
-	attrs = outcomeAttrs(attrs, key, out, err)
-	l.LogAttrs(ctx, level, "idemlambda", attrs...)
+	a.Err = r.err
+	return a
 }

@@ -135,11 +135,12 @@ func endStoreCall(span trace.Span, err error) {
 }
 
 // NeedsAttention reports whether a call with verdict v failed: every verdict
-// but executed, replayed and in_progress (a concurrent execution: retry
-// later). Their spans have the status Error.
+// but executed, replayed, unkeyed (a request let through without a key, as
+// configured) and in_progress (a concurrent execution: retry later). Their
+// spans have the status Error.
 func NeedsAttention(v idem.Verdict) bool {
 	switch v {
-	case idem.Executed, idem.Replayed, idem.InProgress:
+	case idem.Executed, idem.Replayed, idem.Unkeyed, idem.InProgress:
 		return false
 	}
 	return true

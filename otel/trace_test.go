@@ -184,6 +184,7 @@ type traceCase struct {
 	attempts int64
 	flags    []attribute.Key // the boolean attributes that are true
 	ops      []string        // the call's store calls, in order
+	noKey    bool            // the event had no key (a wrapper's report)
 }
 
 func traceCases() []traceCase {
@@ -248,6 +249,45 @@ func traceCases() []traceCase {
 				return []byte(`"sent"`), memstore.Stage(ctx, memstore.Write{Apply: func() {}})
 			})
 		}, verdict: idem.Executed, attempts: 1, ops: []string{idem.OpAcquire, idem.OpRecordStep, idem.OpCompleteStaged}},
+		// What a wrapper decides without Do (Runner.Report), or after it (its
+		// annotation's verdict), is a span too.
+		{name: "missing key", run: report(idem.MissingKey, ""), verdict: idem.MissingKey, noKey: true},
+		{name: "not started", run: report(idem.NotStarted, key), verdict: idem.NotStarted},
+		{name: "blocked", run: report(idem.Blocked, key), verdict: idem.Blocked},
+		{name: "panicked", run: report(idem.Panicked, key), verdict: idem.Panicked},
+		{name: "unkeyed", run: report(idem.Unkeyed, ""), verdict: idem.Unkeyed, noKey: true},
+		{name: "replay omitted", setup: func(e *env) { _, _ = e.do(`{}`, ok) }, run: replayAs(idem.ReplayOmitted),
+			verdict: idem.ReplayOmitted, attempts: 1, ops: []string{idem.OpAcquire}},
+		{name: "replay corrupt", setup: func(e *env) { _, _ = e.do(`{}`, ok) }, run: replayAs(idem.ReplayCorrupt),
+			verdict: idem.ReplayCorrupt, attempts: 1, ops: []string{idem.OpAcquire}},
+	}
+}
+
+// report makes a wrapper's report of verdict v for key k.
+func report(v idem.Verdict, k string) func(e *env) (idem.Outcome, error) {
+	return func(e *env) (idem.Outcome, error) {
+		e.calls++
+		out, err := idem.Outcome{Verdict: v}, errors.New("decided by the wrapper")
+		e.runner.Report(context.Background(), k, out, err)
+		return out, err
+	}
+}
+
+// replayAs replays the key's success with an annotation that makes it v, as
+// a wrapper does with a result it cannot answer with.
+func replayAs(v idem.Verdict) func(e *env) (idem.Outcome, error) {
+	return func(e *env) (idem.Outcome, error) {
+		e.calls++
+		cannot := errors.New("the stored result cannot be answered")
+		ctx := idem.WithAnnotation(context.Background(), func(idem.Outcome, error) idem.Annotation {
+			return idem.Annotation{Verdict: v, Err: cannot}
+		})
+		out, err := e.runner.Do(ctx, key, []byte(`{}`), ok)
+		if err != nil || out.Verdict != idem.Replayed {
+			return out, err
+		}
+		out.Verdict = v
+		return out, cannot
 	}
 }
 
@@ -300,8 +340,12 @@ func checkCallSpan(t *testing.T, span sdktrace.ReadOnlySpan, tc traceCase) {
 	if got := attr(span, idemotel.AttrVerdict).AsString(); got != tc.verdict.String() {
 		t.Errorf("span verdict %q, want %q", got, tc.verdict)
 	}
-	if got := attr(span, idemotel.AttrKeyHash).AsString(); got != idem.HashKey(key) && tc.verdict != idem.InvalidKey {
-		t.Errorf("span key hash %q, want %q", got, idem.HashKey(key))
+	wantHash := idem.HashKey(key)
+	if tc.noKey {
+		wantHash = ""
+	}
+	if got := attr(span, idemotel.AttrKeyHash).AsString(); got != wantHash && tc.verdict != idem.InvalidKey {
+		t.Errorf("span key hash %q, want %q", got, wantHash)
 	}
 	if got := attr(span, idemotel.AttrAttempts).AsInt64(); got != tc.attempts {
 		t.Errorf("span attempts %d, want %d", got, tc.attempts)
@@ -339,11 +383,11 @@ func checkNoKey(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 	}
 }
 
-// NeedsAttention is true for every verdict but the successes and
-// in_progress.
+// NeedsAttention is true for every verdict but the successes (an unkeyed
+// request included) and in_progress.
 func TestNeedsAttention(t *testing.T) {
 	for _, v := range idem.Verdicts() {
-		want := v != idem.Executed && v != idem.Replayed && v != idem.InProgress
+		want := v != idem.Executed && v != idem.Replayed && v != idem.Unkeyed && v != idem.InProgress
 		if got := idemotel.NeedsAttention(v); got != want {
 			t.Errorf("NeedsAttention(%s) = %v, want %v", v, got, want)
 		}

@@ -26,8 +26,10 @@
 // RunStaged checks the record's side of idem.StagedCompleter (staged writes
 // committed atomically with a success): a stale holder's commit, a commit
 // over another outcome and a commit after retention are refused as a whole
-// with idem.ErrLeaseLost and apply nothing; a retried commit is recognised.
-// The caller passes the store's own writes (NewWrite).
+// with idem.ErrLeaseLost and apply nothing; a retried commit is recognised;
+// through an idem.Runner with lease renewal and steps (where the store has
+// them), the staged write lands once with the success. The caller passes
+// the store's own writes (NewWrite).
 //
 // For stores that also implement idem.Acquirer, Run checks the one-write
 // reservation: what it replaces (core.Acquirable), the attempt it counts

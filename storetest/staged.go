@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/fakeclock"
 )
 
 // NewWrite returns, for RunStaged, a write of the store's own type that
@@ -23,7 +24,9 @@ type NewWrite func(t *testing.T, key string) (write any, applied func() bool)
 // record completed otherwise and a commit after the record's retention are
 // refused as a whole with idem.ErrLeaseLost, the staged write not applied;
 // a retried commit whose first try was applied is recognised and returns
-// the stored record. newStore's stores must implement
+// the stored record; through idem.Runner, with lease renewal and steps
+// where the store has them, the write lands once with the success.
+// newStore's stores must implement
 // idem.StagedCompleter; newWrite makes the store's writes. Subtests are
 // not run in parallel (a server that is not atomic under concurrency may
 // run them).
@@ -125,4 +128,54 @@ var stagedCases = []struct {
 		_, err := e.commit(core.Succeed(rec, []byte(`{"late":true}`), e.at(late), retention), w)
 		e.refused("commit after the record's retention", err, applied)
 	}},
+	{"StagedThroughARunnerWithRenewalAndSteps", stagedThroughARunner},
+}
+
+// stagedThroughARunner commits a staged write through idem.Runner, with
+// lease renewal and steps where the store has them: the handler records a
+// step, runs through renewals past its first lease, records a step after
+// it and stages the write; the write lands once with the success, a
+// duplicate replays without running, and the success keeps no step.
+func stagedThroughARunner(e *stagedEnv) {
+	k := e.key()
+	w, applied := e.newWrite(k)
+	clock := fakeclock.New(e.t0)
+	opts := []idem.Option{idem.WithClock(clock.Now), idem.WithSleep(clock.Block), idem.WithRand(func() float64 { return 0.5 }),
+		idem.WithLease(renewMargin, time.Hour)}
+	_, renews := e.s.(idem.LeaseRenewer)
+	_, steps := e.s.(idem.StepRecorder)
+	if renews {
+		opts = append(opts, idem.WithLeaseRenewal(renewEvery))
+	}
+	r, err := idem.New(e.s, opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	runs := 0
+	handler := func(ctx context.Context) ([]byte, error) {
+		runs++
+		for i := 0; steps && i < 2; i++ {
+			if _, err := idem.Step(ctx, fmt.Sprintf("step-%d", i), func(context.Context) ([]byte, error) { return []byte("done"), nil }); err != nil {
+				return nil, err
+			}
+			for j := 0; renews && i == 0 && j < 3; j++ { // three renewals: past the first lease
+				if err := clock.WaitBlocked(ctx, 1); err != nil {
+					return nil, err
+				}
+				clock.Advance(renewEvery)
+			}
+		}
+		return []byte(`"staged"`), idem.Stage(ctx, w)
+	}
+	out, err := r.Do(context.Background(), k, []byte(`{}`), handler)
+	if err != nil || out.Verdict != idem.Executed || !applied() {
+		e.t.Fatalf("Do (renewal %v, steps %v) = %s, %v; staged write applied %v; want executed, applied", renews, steps, out.Verdict, err, applied())
+	}
+	out, err = r.Do(context.Background(), k, []byte(`{}`), handler)
+	if err != nil || out.Verdict != idem.Replayed || string(out.Result) != `"staged"` || runs != 1 {
+		e.t.Fatalf("a duplicate = %s %q, %v after %d runs; want replayed, one run", out.Verdict, out.Result, err, runs)
+	}
+	if rec := e.mustGet(k, int(clock.Now().Sub(e.t0)/time.Second)); rec.Status != core.StatusSucceeded || len(rec.Steps) != 0 {
+		e.t.Fatalf("stored %v with steps %q; want succeeded without steps", rec, rec.Steps)
+	}
 }

@@ -99,6 +99,9 @@ var stepCases = []testCase{
 		e.equalSteps("the stored success", done)
 		e.equalSteps("Get of the success", e.mustGet(k, 7))
 	}},
+	{"ExpiredStepsNotCarried", "a reservation past the retention of a retryable failure with steps (Reserve, and Acquire where the store has it; the failure written in the current encoding and, where the store under test implements storetest.PreviousEncoding, in the previous one) carries no step, and the same step name with another result is then recorded", func(e *env) {
+		expiredStepsDropped(e)
+	}},
 	{"RunnerResumesAfterTheLastStep", "through idem.Runner: a handler whose holder dies after its first step is taken over after the lease; the takeover gets the first step's recorded result without running it and runs the second; each step's function ran once", func(e *env) {
 		runnerResumes(e)
 	}},

@@ -35,6 +35,10 @@ func Run(t *testing.T, newStore func(t *testing.T) idem.Store) {
 	if _, ok := newStore(t).(idem.Acquirer); ok {
 		all = append(all[:len(all):len(all)], acquireCases...)
 	}
+	_, renews := newStore(t).(idem.LeaseRenewer)
+	if _, steps := newStore(t).(idem.StepRecorder); renews && steps {
+		all = append(all[:len(all):len(all)], combinedCases...)
+	}
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -153,7 +153,7 @@ func TestReadmeDependencies(t *testing.T) {
 	table := docSection(t, "README.md", "## Dependencies")
 	mod, _ := readFile(t, "go.mod")
 	named := map[string]bool{}
-	for _, m := range regexp.MustCompile("`((?:github\\.com|gopkg\\.in|golang\\.org|go\\.[a-z]+)/[^`]+)`").FindAllStringSubmatch(table, -1) {
+	for _, m := range regexp.MustCompile("`((?:[a-z0-9-]+\\.)+[a-z]+/[^`]+)`").FindAllStringSubmatch(table, -1) {
 		named[m[1]] = true
 	}
 	var direct []string

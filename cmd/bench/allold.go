@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
 	"github.com/idemgo/idem/internal/devserver"
@@ -26,31 +28,53 @@ type allOldResult struct {
 	RetryCalls     map[string]float64 `json:"e_retry_calls_per_event"`
 	TakeoverCalls  map[string]float64 `json:"f_expired_inprogress_calls_per_event"`
 	Outcomes       map[string]int     `json:"outcomes"`
-	Note           string             `json:"note"`
+	// Capacity is each scenario's capacity units per event, by name.
+	Capacity map[string]*capFigures `json:"capacity"`
+	Note     string                 `json:"note"`
 }
 
-// allOldCheck counts calls only: moto's latencies say nothing about
-// DynamoDB's or dynalite's.
-func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, error) {
+// motoEnv is a moto server behind a counting proxy (whose capacity units
+// are computed: moto's reports are constants), with a client of it.
+type motoEnv struct {
+	version string
+	server  *devserver.Server
+	proxy   *proxy
+	client  *dynamodb.Client
+}
+
+// startMoto starts moto and its proxy; the returned function stops them.
+func startMoto(ctx context.Context, root string) (*motoEnv, func(), error) {
 	moto, err := devserver.StartMoto(ctx, root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer stopServer("moto", moto.PID, moto.Stop)
-	logf("moto pid %d at %s (ALL_OLD call counts)", moto.PID, moto.Endpoint)
-	prx, err := startProxy(ctx, moto.Endpoint)
+	logf("moto pid %d at %s", moto.PID, moto.Endpoint)
+	prx, err := startProxy(ctx, moto.Endpoint, false)
 	if err != nil {
-		return nil, err
+		stopServer("moto", moto.PID, moto.Stop)
+		return nil, nil, err
 	}
-	defer stopServer("proxy (moto)", prx.PID, func() error { prx.Stop(); return nil })
+	stop := func() {
+		stopServer("proxy (moto)", prx.PID, func() error { prx.Stop(); return nil })
+		stopServer("moto", moto.PID, moto.Stop)
+	}
 	client, err := newClient(ctx, prx.Endpoint)
 	if err != nil {
-		return nil, err
+		stop()
+		return nil, nil, err
 	}
+	return &motoEnv{version: "moto " + motoVersion(root), server: moto, proxy: prx, client: client}, stop, nil
+}
+
+// allOldCheck counts calls and capacity units only: moto's latencies say
+// nothing about DynamoDB's or dynalite's.
+func allOldCheck(ctx context.Context, rep *report, env *motoEnv, f flags) (*allOldResult, error) {
+	client, prx := env.client, env.proxy
 	const table = "idem_bench_allold"
 	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		return nil, err
 	}
+	defer deleteTable(ctx, client, table)
 	st, err := ddbstore.New(client, table)
 	if err != nil {
 		return nil, err
@@ -60,11 +84,15 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 		return nil, err
 	}
 	n := min(f.n, 100)
-	res := &allOldResult{Server: "moto " + motoVersion(root), Events: n, Outcomes: map[string]int{},
-		Note: "call counts only; moto's latency is not comparable"}
+	res := &allOldResult{Server: env.version, Events: n, Outcomes: map[string]int{}, Capacity: map[string]*capFigures{},
+		Note: "call counts and capacity units (computed from the items sent) only; moto's latency is not comparable"}
 	b := &bench{ctx: ctx, client: client, proxy: prx}
-	count := func(evs []event, fn func(context.Context, event) error) (map[string]float64, error) {
+	count := func(name string, evs []event, fn func(context.Context, event) error) (map[string]float64, error) {
 		c0, err := prx.Counts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		k0, err := prx.Capacity(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -75,6 +103,13 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 		if err != nil {
 			return nil, err
 		}
+		k1, err := prx.Capacity(ctx)
+		if err != nil {
+			return nil, err
+		}
+		d := diffCapacity(k0, k1)
+		rep.checkCapacity("allold "+name, d, diffCounts(c0, c1))
+		res.Capacity[name] = newCapFigures([]capDelta{d}, len(evs))
 		per := map[string]float64{}
 		for k, v := range diffCounts(c0, c1) {
 			per[k] = float64(v) / float64(len(evs))
@@ -88,17 +123,17 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 		return nil
 	}
 	evs := makeEvents("a_unique", "seq", n, 0)
-	if res.FirstCalls, err = count(evs, do); err != nil {
+	if res.FirstCalls, err = count("a_unique", evs, do); err != nil {
 		return nil, err
 	}
-	if res.DuplicateCalls, err = count(evs, do); err != nil {
+	if res.DuplicateCalls, err = count("b_duplicate_completed", evs, do); err != nil {
 		return nil, err
 	}
 	live := makeEvents("f_live_inprogress", "seq", n, 0)
 	if err := prewriteInProgress(liveLease)(b, st, live); err != nil {
 		return nil, err
 	}
-	if res.LiveCalls, err = count(live, do); err != nil {
+	if res.LiveCalls, err = count("f_live_inprogress", live, do); err != nil {
 		return nil, err
 	}
 	if res.RetryCalls, err = allOldRetry(r, res, count); err != nil {
@@ -108,7 +143,7 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 	if err := prewriteInProgress(-time.Second)(b, st, expired); err != nil {
 		return nil, err
 	}
-	if res.TakeoverCalls, err = count(expired, do); err != nil {
+	if res.TakeoverCalls, err = count("f_expired_inprogress", expired, do); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -116,7 +151,7 @@ func allOldCheck(ctx context.Context, root string, f flags) (*allOldResult, erro
 
 // allOldRetry counts the calls of a retry of a retryable failure: the
 // events fail transiently once (e_throw, unmeasured), then run again.
-func allOldRetry(r *idem.Runner, res *allOldResult, count func([]event, func(context.Context, event) error) (map[string]float64, error)) (map[string]float64, error) {
+func allOldRetry(r *idem.Runner, res *allOldResult, count func(string, []event, func(context.Context, event) error) (map[string]float64, error)) (map[string]float64, error) {
 	evs := makeEvents("e_throw", "seq", res.Events, 0)
 	var execs atomic.Int64
 	run := func(throw bool) func(context.Context, event) error {
@@ -126,10 +161,10 @@ func allOldRetry(r *idem.Runner, res *allOldResult, count func([]event, func(con
 			return nil
 		}
 	}
-	if _, err := count(evs, run(true)); err != nil {
+	if _, err := count("e_throw", evs, run(true)); err != nil {
 		return nil, err
 	}
-	return count(evs, run(false))
+	return count("e_retry", evs, run(false))
 }
 
 func motoVersion(root string) string {

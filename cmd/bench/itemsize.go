@@ -13,7 +13,11 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/capacity"
 )
+
+// units are whole capacity units.
+func units(u float64) int { return int(u) }
 
 // capture is a ddbstore.API that records the size of every item put.
 type capture struct {
@@ -24,7 +28,7 @@ type capture struct {
 
 func (c *capture) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.mu.Lock()
-	c.sizes = append(c.sizes, ddbstore.ItemSize(in.Item))
+	c.sizes = append(c.sizes, capacity.Size(capacity.FromItem(in.Item)))
 	c.mu.Unlock()
 	return c.API.PutItem(ctx, in, opts...)
 }
@@ -56,8 +60,6 @@ type itemSizeRow struct {
 	GetRCU int `json:"get_rcu"`
 }
 
-func ceilDiv(a, b int) int { return max(1, (a+b-1)/b) }
-
 // jsonResult is a compressible JSON result of about size bytes: an order
 // with line items.
 func jsonResult(size int) []byte {
@@ -85,9 +87,8 @@ func randomResult(size int) []byte {
 }
 
 // itemSizes writes one record per result size, content and compression
-// setting through the DynamoDB store, and reports the item sizes as the
-// store's ItemSize counts them (DynamoDB's rules; numbers over-estimated by
-// at most 2 bytes each).
+// setting through the DynamoDB store, and reports the item sizes and units
+// as internal/capacity counts them (DynamoDB's rules, exactly).
 func itemSizes(ctx context.Context, client *dynamodb.Client) ([]itemSizeRow, error) {
 	const table = "idem_bench_item_size"
 	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
@@ -134,8 +135,8 @@ func itemSizes(ctx context.Context, client *dynamodb.Client) ([]itemSizeRow, err
 				rows = append(rows, itemSizeRow{
 					ResultBytes: len(result), Content: content, Compression: compName,
 					ReserveBytes: sizes[0], CompleteBytes: sizes[1],
-					ReserveWCU: ceilDiv(sizes[0], 1024), CompleteWCU: ceilDiv(max(sizes[0], sizes[1]), 1024),
-					DuplicateWCU: ceilDiv(sizes[1], 1024), GetRCU: ceilDiv(sizes[1], 4096),
+					ReserveWCU: units(capacity.WriteUnits(sizes[0])), CompleteWCU: units(capacity.WriteUnits(max(sizes[0], sizes[1]))),
+					DuplicateWCU: units(capacity.WriteUnits(sizes[1])), GetRCU: units(capacity.ReadUnits(sizes[1], true)),
 				})
 			}
 		}

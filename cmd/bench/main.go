@@ -58,11 +58,13 @@ type flags struct {
 	raceTrials int
 	verbose    bool
 	microtime  time.Duration
+	capEvents  int
+	storm      int
 }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == "-proxy-child" {
-		os.Exit(runProxyChild(os.Args[2]))
+	if len(os.Args) == 4 && os.Args[1] == "-proxy-child" {
+		os.Exit(runProxyChild(os.Args[2], os.Args[3] == "reported"))
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "peers" {
 		os.Exit(runPeers(os.Args[2:]))
@@ -90,6 +92,8 @@ func run() int {
 	flag.StringVar(&f.allOld, "allold", "auto", "count the calls of a duplicate, a retry and a takeover on moto, which returns ALL_OLD: on, off, or auto (when moto is installed)")
 	flag.IntVar(&f.sqsReps, "sqs-reps", 15, "batches of 10 and of 1 per run for sqs_batch10")
 	flag.IntVar(&f.raceTrials, "race-trials", 10, "trials per run for c_race")
+	flag.IntVar(&f.capEvents, "cap-events", 10, "events (executions, waiters' keys, wrapper requests) per capability in the capacity section")
+	flag.IntVar(&f.storm, "storm", 10000, "deliveries of one key in progress for the storm (on dynalite and in the simulation)")
 	flag.BoolVar(&f.verbose, "v", false, "log more progress")
 	flag.DurationVar(&f.microtime, "microtime", 0, "run time of each in-process microbenchmark, per run (default 300ms, or 100ms when -n < 500)")
 	flag.Parse()
@@ -100,8 +104,8 @@ func run() int {
 			f.microtime = 100 * time.Millisecond
 		}
 	}
-	if f.n < 1 || f.runs < 1 || f.warmup < 0 || f.coldstarts < 1 || f.sqsReps < 1 || f.raceTrials < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -n, -runs, -coldstarts, -sqs-reps and -race-trials must be positive, -warmup not negative")
+	if f.n < 1 || f.runs < 1 || f.warmup < 0 || f.coldstarts < 1 || f.sqsReps < 1 || f.raceTrials < 1 || f.capEvents < 1 || f.storm < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -n, -runs, -coldstarts, -sqs-reps, -race-trials, -cap-events and -storm must be positive, -warmup not negative")
 		return 2
 	}
 	if only != "" {
@@ -176,7 +180,7 @@ func benchmark(ctx context.Context, f flags) (*report, error) {
 	}
 	defer stopServer("dynalite", dyn.PID, dyn.Stop)
 	logf("dynalite pid %d at %s", dyn.PID, dyn.Endpoint)
-	prx, err := startProxy(ctx, dyn.Endpoint)
+	prx, err := startProxy(ctx, dyn.Endpoint, true)
 	if err != nil {
 		return nil, err
 	}
@@ -214,16 +218,18 @@ func benchmark(ctx context.Context, f flags) (*report, error) {
 		}
 		rep.ItemSize = is
 	}
-	if f.selected("allold") && f.allOld != "off" {
-		ao, err := allOldCheck(ctx, root, f)
-		switch {
-		case errors.Is(err, devserver.ErrNotInstalled) && f.allOld == "auto":
-			logf("moto not installed: ALL_OLD check skipped (%v)", err)
-		case err != nil:
+	moto, stopMoto, err := maybeMoto(ctx, root, f)
+	if err != nil {
+		return nil, err
+	}
+	defer stopMoto()
+	if moto != nil && f.selected("allold") {
+		if rep.AllOld, err = allOldCheck(ctx, rep, moto, f); err != nil {
 			return nil, fmt.Errorf("ALL_OLD check on moto: %w", err)
-		default:
-			rep.AllOld = ao
 		}
+	}
+	if err := capacitySection(ctx, rep, b, moto, f); err != nil {
+		return nil, err
 	}
 	if err := clientCPU(ctx, b, rep, f); err != nil {
 		return nil, err
@@ -235,6 +241,61 @@ func benchmark(ctx context.Context, f flags) (*report, error) {
 	rep.Meta.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.Meta.Machine.LoadAvgEnd = loadAvg()
 	return rep, nil
+}
+
+// maybeMoto starts moto behind its own proxy when a section that uses it is
+// selected and -allold allows (auto: when moto is installed); nil when not.
+func maybeMoto(ctx context.Context, root string, f flags) (*motoEnv, func(), error) {
+	none := func() {}
+	if f.allOld == "off" || !(f.selected("allold") || f.selected("capacity")) {
+		return nil, none, nil
+	}
+	env, stop, err := startMoto(ctx, root)
+	switch {
+	case errors.Is(err, devserver.ErrNotInstalled) && f.allOld == "auto":
+		logf("moto not installed: the ALL_OLD check, staged completion and large results skipped (%v)", err)
+		return nil, none, nil
+	case err != nil:
+		return nil, none, fmt.Errorf("moto: %w", err)
+	}
+	return env, stop, nil
+}
+
+// capacitySection measures every capability's capacity units, on dynalite
+// and on moto, and the storm.
+func capacitySection(ctx context.Context, rep *report, b *bench, moto *motoEnv, f flags) error {
+	if f.selected("capacity") {
+		dyn, done, err := newCapEnv(ctx, rep, "dynalite "+rep.Meta.Machine.Dynalite, b.proxy, b.client, "idem_bench_capacity", f.capEvents)
+		if err != nil {
+			return err
+		}
+		defer done()
+		var me *capEnv
+		if moto != nil {
+			var mdone func()
+			if me, mdone, err = newCapEnv(ctx, rep, moto.version, moto.proxy, moto.client, "idem_bench_capacity", f.capEvents); err != nil {
+				return err
+			}
+			defer mdone()
+			if me.s3, err = newS3Env(ctx, moto.server.Endpoint); err != nil {
+				return fmt.Errorf("capacity: S3 on moto: %w", err)
+			}
+		}
+		if rep.Capacity, err = capabilities(dyn, me); err != nil {
+			return fmt.Errorf("capacity: %w", err)
+		}
+		if rep.Records, err = recordRows(dyn); err != nil {
+			return fmt.Errorf("capacity: records: %w", err)
+		}
+	}
+	if f.selected("storm") {
+		st, err := storm(ctx, rep, b, f.storm)
+		if err != nil {
+			return fmt.Errorf("storm: %w", err)
+		}
+		rep.Storm = st
+	}
+	return nil
 }
 
 func stopServer(name string, pid int, stop func() error) {

@@ -66,6 +66,10 @@ type peerRow struct {
 	Reference  bool        `json:"reference,omitempty"`
 	Idem       peerFigures `json:"idem"`
 	Powertools peerFigures `json:"powertools"`
+	// IdemUnits and PTUnits are each library's capacity units per event,
+	// charged at the proxy.
+	IdemUnits *capFigures `json:"idem_capacity"`
+	PTUnits   *capFigures `json:"powertools_capacity"`
 }
 
 // ptFigure is what run.mjs reports for one scenario in one mode.
@@ -75,6 +79,7 @@ type ptFigure struct {
 	EventsPerS     float64          `json:"events_per_s"`
 	CPUUs          float64          `json:"client_cpu_us_per_event"`
 	Calls          map[string]int64 `json:"calls"`
+	Capacity       capDelta         `json:"capacity"`
 	Executions     int64            `json:"executions"`
 	Outcomes       map[string]int   `json:"outcomes"`
 	FirstError     string           `json:"first_error"`
@@ -97,6 +102,7 @@ type ptRace struct {
 	WinnerMs         []float64        `json:"winner_ms"`
 	OthersP50Ms      []float64        `json:"others_p50_ms"`
 	Calls            map[string]int64 `json:"calls"`
+	Capacity         capDelta         `json:"capacity"`
 }
 
 // peerRace is c_race for one library, over every trial of every run.
@@ -231,7 +237,7 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 		return nil, err
 	}
 	defer stopServer("dynalite", dyn.PID, dyn.Stop)
-	prx, err := startProxy(ctx, dyn.Endpoint)
+	prx, err := startProxy(ctx, dyn.Endpoint, true)
 	if err != nil {
 		return nil, err
 	}
@@ -337,9 +343,11 @@ func peerRows(idemRep *report, pt []ptRun, n int) ([]peerRow, []string) {
 	for _, sc := range workload() {
 		for _, m := range modes {
 			var idemRuns, ptRuns []peerFigures
+			var idemCaps, ptCaps []capDelta
 			if f, ok := idemRep.figs[sc.Name]; ok {
 				for _, ms := range f.measuredRuns[m.Name] {
 					idemRuns = append(idemRuns, fromMeasured(ms, n))
+					idemCaps = append(idemCaps, ms.Capacity)
 				}
 			}
 			for _, run := range pt {
@@ -348,13 +356,15 @@ func peerRows(idemRep *report, pt []ptRun, n int) ([]peerRow, []string) {
 					continue
 				}
 				ptRuns = append(ptRuns, fig.figures(n))
+				ptCaps = append(ptCaps, fig.Capacity)
 				failures = append(failures, fig.check(sc.Name, m.Name, run.Run, n)...)
 			}
 			if len(idemRuns) == 0 || len(ptRuns) == 0 {
 				continue
 			}
 			rows = append(rows, peerRow{Scenario: sc.Name, Mode: m.Name, Reference: sc.Bare,
-				Idem: medianFigures(idemRuns), Powertools: medianFigures(ptRuns)})
+				Idem: medianFigures(idemRuns), Powertools: medianFigures(ptRuns),
+				IdemUnits: newCapFigures(idemCaps, n), PTUnits: newCapFigures(ptCaps, n)})
 		}
 	}
 	return rows, failures
@@ -429,6 +439,9 @@ func (f *ptFigure) check(scenario, mode string, run, n int) []string {
 	if f.Executions != f.ExpectExecsPer*int64(n) {
 		out = append(out, fmt.Sprintf("powertools %s %s run %d: handler ran %d times for %d events, want %d per event",
 			scenario, mode, run, f.Executions, n, f.ExpectExecsPer))
+	}
+	for _, p := range checkCapacity(f.Capacity, f.Calls) {
+		out = append(out, fmt.Sprintf("powertools %s %s run %d: capacity: %s", scenario, mode, run, p))
 	}
 	return out
 }
@@ -510,6 +523,14 @@ func callsText(calls map[string]float64) string {
 	return num(total) + " (" + strings.Join(parts, "+") + ")"
 }
 
+// unitsText writes capacity units per event as "write + read".
+func unitsText(f *capFigures) string {
+	if f == nil {
+		return "–"
+	}
+	return fmtUnits(f.WritePerEvent) + " + " + fmtUnits(f.ReadPerEvent)
+}
+
 // num writes x without trailing zeros (at most 2 decimals).
 func num(x float64) string {
 	s := strings.TrimRight(fmt.Sprintf("%.2f", x), "0")
@@ -538,8 +559,8 @@ func peersMarkdown(rep *peerReport) string {
 	fmt.Fprintf(&sb, "idem beside %s, N=%d per scenario and mode, median of %d runs; %d CPU(s) %s, %s, Node %s; started %s, load average %s at the start, %s at the end.\n\n",
 		m.Powertools, m.N, m.Runs, m.Machine.NumCPU, m.Machine.CPUModel, m.Machine.GoVersion, m.Machine.Node, m.Started,
 		m.Machine.LoadAvgStart, m.Machine.LoadAvgEnd)
-	sb.WriteString("| scenario | mode | p50 ms idem / PT (ratio) | p99 ms idem / PT (ratio) | client CPU µs/event idem / PT (ratio) | calls/event idem / PT | idem calls ≤ PT | idem p50 ≤ 0.6× PT |\n")
-	sb.WriteString("|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("| scenario | mode | p50 ms idem / PT (ratio) | p99 ms idem / PT (ratio) | client CPU µs/event idem / PT (ratio) | calls/event idem / PT | write + read units/event idem / PT | idem calls ≤ PT | idem p50 ≤ 0.6× PT |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	var rows, callsMet, p50Met int
 	for _, r := range rep.Rows {
 		callsCol, p50Col := "ref.", "ref."
@@ -554,9 +575,9 @@ func peersMarkdown(rep *peerReport) string {
 			callsCol, p50Col = yesNo(r.callsOK()), yesNo(r.p50OK())
 		}
 		i, p := r.Idem, r.Powertools
-		fmt.Fprintf(&sb, "| %s | %s | %s / %s (%s) | %s / %s (%s) | %.0f / %.0f (%s) | %s / %s | %s | %s |\n",
+		fmt.Fprintf(&sb, "| %s | %s | %s / %s (%s) | %s / %s (%s) | %.0f / %.0f (%s) | %s / %s | %s / %s | %s | %s |\n",
 			r.Scenario, r.Mode, msText(i.P50Ms), msText(p.P50Ms), ratio(i.P50Ms, p.P50Ms), msText(i.P99Ms), msText(p.P99Ms), ratio(i.P99Ms, p.P99Ms),
-			i.CPUUs, p.CPUUs, ratio(i.CPUUs, p.CPUUs), callsText(i.Calls), callsText(p.Calls), callsCol, p50Col)
+			i.CPUUs, p.CPUUs, ratio(i.CPUUs, p.CPUUs), callsText(i.Calls), callsText(p.Calls), unitsText(r.IdemUnits), unitsText(r.PTUnits), callsCol, p50Col)
 	}
 	fmt.Fprintf(&sb, "\nidem's calls ≤ Powertools' in %d of %d rows; idem's p50 ≤ 0.6× Powertools' in %d of %d rows", callsMet, rows, p50Met, rows)
 	sb.WriteString(" (P PutItem, G GetItem, U UpdateItem, D DeleteItem; ref. rows are one plain PutItem through each SDK, not part of the targets).\n")

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemgo/idem/internal/capacity"
 )
 
 func TestPeerRowTargets(t *testing.T) {
@@ -116,6 +118,9 @@ func TestPtFigureCheck(t *testing.T) {
 			[]string{`9 of 10 calls got "replayed"`}},
 		{"ran twice", ptFigure{Outcomes: map[string]int{"executed": 10}, Executions: 20, ExpectOutcome: "executed", ExpectExecsPer: 1},
 			[]string{"handler ran 20 times for 10 events, want 1 per event"}},
+		{"calls not charged", ptFigure{Outcomes: map[string]int{"replayed": 10}, ExpectOutcome: "replayed", Calls: map[string]int64{"PutItem": 10},
+			Capacity: capDelta{Totals: capacity.Totals{"PutItem": {Calls: 9}}, Errors: 1, Last: "boom"}},
+			[]string{"capacity: 1 requests not charged (last: boom)", "capacity: PutItem: 10 calls counted, 9 charged"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,11 +145,15 @@ const driverOutput = `{
   "e_retry": {
    "seq": {"p50_ms": 8.5, "p99_ms": 20.25, "events_per_s": 120.5, "client_cpu_us_per_event": 4000,
            "calls": {"PutItem": 4, "UpdateItem": 4}, "executions": 4, "outcomes": {"executed": 4},
+           "capacity": {"Totals": {"PutItem": {"calls": 4, "write_units": 4, "computed_write_units": 4, "reported_calls": 4},
+                                   "UpdateItem": {"calls": 4, "write_units": 8, "computed_write_units": 8, "reported_calls": 4}}, "Errors": 0},
            "first_error": "", "expected_outcome": "executed", "expected_executions_per_event": 1}
   },
   "f_live_inprogress": {
    "seq": {"p50_ms": 5, "p99_ms": 6, "events_per_s": 200, "client_cpu_us_per_event": 3000,
            "calls": {"PutItem": 4, "GetItem": 4}, "executions": 1, "outcomes": {"in_progress": 3, "executed": 1},
+           "capacity": {"Totals": {"PutItem": {"calls": 4, "write_units": 4, "computed_write_units": 4, "condition_failed": 3},
+                                   "GetItem": {"calls": 4, "read_units": 4, "computed_read_units": 4}}, "Errors": 0},
            "first_error": "", "expected_outcome": "in_progress", "expected_executions_per_event": 0}
   }
  }
@@ -164,7 +173,8 @@ func TestPeerRows(t *testing.T) {
 		}
 		for _, m := range modes {
 			idemRep.addScenario(sc, m.Name, 1, measured{P50: 7 * time.Millisecond, P99: 9 * time.Millisecond, ClientCPU: 2 * time.Millisecond,
-				Calls: map[string]int64{"PutItem": 12, "GetItem": 4}, Executions: n, Outcomes: map[string]int{sc.Expect: n}}, n)
+				Calls: map[string]int64{"PutItem": 12, "GetItem": 4}, Executions: n, Outcomes: map[string]int{sc.Expect: n},
+				Capacity: capDelta{Totals: capacity.Totals{"PutItem": {Calls: 12, Write: 12}, "GetItem": {Calls: 4, Read: 2}}}}, n)
 		}
 	}
 	rows, failures := peerRows(idemRep, []ptRun{pt}, n)
@@ -182,6 +192,12 @@ func TestPeerRows(t *testing.T) {
 	if r.callsOK() {
 		t.Error("callsOK() = true for 4 calls against 2")
 	}
+	if got := unitsText(r.IdemUnits) + " / " + unitsText(r.PTUnits); got != "3 + 0.5 / 3 + 0" {
+		t.Errorf("units = %q, want 3 + 0.5 / 3 + 0", got)
+	}
+	if len(idemRep.Failures) != 0 {
+		t.Errorf("idem failures = %q", idemRep.Failures)
+	}
 	// f_live_inprogress: one call of four executed the handler where none should.
 	if len(failures) != 2 || !strings.Contains(failures[0], "f_live_inprogress seq run 2") {
 		t.Errorf("failures = %q, want the outcome and execution checks of f_live_inprogress", failures)
@@ -194,7 +210,8 @@ func TestPeersMarkdown(t *testing.T) {
 		Meta: peerMeta{N: 500, Runs: 3, Powertools: "@aws-lambda-powertools/idempotency@2.35.0", Machine: machineInfo{NumCPU: 2, CPUModel: "CPU", GoVersion: "go1.26", Node: "v20"}},
 		Rows: []peerRow{
 			{Scenario: "a_unique", Mode: "seq", Idem: peerFigures{P50Ms: 4, P99Ms: 12, CPUUs: 800, Calls: map[string]float64{"PutItem": 2}},
-				Powertools: peerFigures{P50Ms: 8, P99Ms: 30, CPUUs: 4000, Calls: map[string]float64{"PutItem": 1, "UpdateItem": 1}}},
+				Powertools: peerFigures{P50Ms: 8, P99Ms: 30, CPUUs: 4000, Calls: map[string]float64{"PutItem": 1, "UpdateItem": 1}},
+				IdemUnits:  &capFigures{WritePerEvent: 2}, PTUnits: &capFigures{WritePerEvent: 2}},
 			{Scenario: "e_retry", Mode: "seq", Idem: peerFigures{P50Ms: 7, P99Ms: 18, CPUUs: 2000, Calls: map[string]float64{"PutItem": 3, "GetItem": 1}},
 				Powertools: peerFigures{P50Ms: 8, P99Ms: 23, CPUUs: 5000, Calls: map[string]float64{"PutItem": 1, "UpdateItem": 1}}},
 			{Scenario: "g_cache_duplicate", Mode: "c16", Idem: peerFigures{P50Ms: 0.002}, Powertools: peerFigures{P50Ms: 0.45}},
@@ -204,8 +221,8 @@ func TestPeersMarkdown(t *testing.T) {
 	}
 	md := peersMarkdown(rep)
 	for _, want := range []string{
-		"| a_unique | seq | 4.00 / 8.00 (0.50) | 12.00 / 30.00 (0.40) | 800 / 4000 (0.20) | 2 (2P) / 2 (1P+1U) | yes | yes |",
-		"| e_retry | seq | 7.00 / 8.00 (0.88) | 18.00 / 23.00 (0.78) | 2000 / 5000 (0.40) | 4 (1G+3P) / 2 (1P+1U) | **no** | **no** |",
+		"| a_unique | seq | 4.00 / 8.00 (0.50) | 12.00 / 30.00 (0.40) | 800 / 4000 (0.20) | 2 (2P) / 2 (1P+1U) | 2 + 0 / 2 + 0 | yes | yes |",
+		"| e_retry | seq | 7.00 / 8.00 (0.88) | 18.00 / 23.00 (0.78) | 2000 / 5000 (0.40) | 4 (1G+3P) / 2 (1P+1U) | – / – | **no** | **no** |",
 		"| g_cache_duplicate | c16 | 0.002 / 0.45 (0.00) |",
 		"| ref_sdk_putitem | seq | 9.00 / 2.00 (4.50) |",
 		"| ref. | ref. |",

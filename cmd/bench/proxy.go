@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/idemgo/idem/internal/capacity"
 )
 
 // The counting proxy runs in a child process (this binary re-executed with
@@ -27,10 +29,11 @@ import (
 const countsPath = "/__bench/counts"
 
 // runProxyChild serves a reverse proxy to upstream on 127.0.0.1, counting
-// requests by their X-Amz-Target header, and prints "LISTEN <addr>" on
-// stdout. It exits when stdin reaches EOF (the parent died or closed it) or
-// on SIGTERM.
-func runProxyChild(upstream string) int {
+// requests by their X-Amz-Target header and charging the DynamoDB ones
+// (charge.go; trust: the server's reported units are the figures), and
+// prints "LISTEN <addr>" on stdout. It exits when stdin reaches EOF (the
+// parent died or closed it) or on SIGTERM.
+func runProxyChild(upstream string, trust bool) int {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Host == "" || !strings.HasPrefix(u.Host, "127.0.0.1:") {
 		fmt.Fprintf(os.Stderr, "proxy: upstream %q must be http://127.0.0.1:PORT\n", upstream)
@@ -39,7 +42,7 @@ func runProxyChild(upstream string) int {
 	var mu sync.Mutex
 	counts := map[string]int64{}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = &http.Transport{
+	transport := &http.Transport{
 		Proxy:               nil,
 		MaxIdleConns:        512,
 		MaxIdleConnsPerHost: 512,
@@ -47,6 +50,9 @@ func runProxyChild(upstream string) int {
 		DisableCompression:  true,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 	}
+	rp.Transport = transport
+	ch := &charger{upstream: strings.TrimRight(upstream, "/"), client: &http.Client{Transport: transport},
+		ledger: capacity.NewLedger(), trust: trust, totals: capacity.Totals{}}
 	// A failed forward answers 502, which the SDK reports; the log line
 	// would only repeat it (it happens when dynalite stops first on Ctrl-C).
 	rp.ErrorLog = log.New(io.Discard, "", 0)
@@ -59,6 +65,11 @@ func runProxyChild(upstream string) int {
 			_ = json.NewEncoder(w).Encode(snap)
 			return
 		}
+		if r.URL.Path == capacityPath && r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(ch.report())
+			return
+		}
 		target := r.Header.Get("X-Amz-Target")
 		if target == "" {
 			target = "(none)"
@@ -66,6 +77,10 @@ func runProxyChild(upstream string) int {
 		mu.Lock()
 		counts[target]++
 		mu.Unlock()
+		if op := target[strings.LastIndexByte(target, '.')+1:]; strings.HasPrefix(target, "DynamoDB_") && charged(op) {
+			ch.serve(w, r, op)
+			return
+		}
 		rp.ServeHTTP(w, r)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -99,13 +114,19 @@ type proxy struct {
 }
 
 // startProxy re-executes this binary as the counting proxy in front of
-// upstream and waits for its address.
-func startProxy(ctx context.Context, upstream string) (*proxy, error) {
+// upstream and waits for its address. trust says whether the server's
+// reported capacity units are the figures (dynalite's are; moto's are
+// constants).
+func startProxy(ctx context.Context, upstream string, trust bool) (*proxy, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	cmd := exec.Command(self, "-proxy-child", upstream)
+	mode := "computed"
+	if trust {
+		mode = "reported"
+	}
+	cmd := exec.Command(self, "-proxy-child", upstream, mode)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -185,6 +206,24 @@ func (p *proxy) Counts(ctx context.Context) (map[string]int64, error) {
 		out[k] += v
 	}
 	return out, nil
+}
+
+// Capacity returns the proxy's capacity tallies so far, by operation.
+func (p *proxy) Capacity(ctx context.Context) (capacityReport, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.Endpoint+capacityPath, nil)
+	if err != nil {
+		return capacityReport{}, err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return capacityReport{}, fmt.Errorf("proxy capacity: %w", err)
+	}
+	defer resp.Body.Close()
+	var rep capacityReport
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		return capacityReport{}, fmt.Errorf("proxy capacity: %w", err)
+	}
+	return rep, nil
 }
 
 // diffCounts returns after - before, without zero entries.

@@ -45,6 +45,7 @@ type modeFigures struct {
 	ExecsPerEvent       float64            `json:"executions_per_event"`
 	Outcomes            map[string]int     `json:"outcomes_last_run"`
 	Check               string             `json:"check"`
+	Capacity            *capFigures        `json:"capacity"`
 	Runs                []runFigures       `json:"runs"`
 }
 
@@ -85,6 +86,7 @@ type raceFigures struct {
 	WinnerMedianMs   float64            `json:"executing_call_median_ms"`
 	OthersMedianMs   float64            `json:"other_calls_median_ms"`
 	CallsPerTrial    map[string]float64 `json:"calls_per_trial"`
+	Capacity         *capFigures        `json:"capacity_per_trial"`
 	Check            string             `json:"check"`
 }
 
@@ -96,6 +98,7 @@ type sqsFigures struct {
 	Ratio          float64            `json:"ratio"`
 	RatioPerRun    []float64          `json:"ratio_per_run"`
 	CallsPerMsg    map[string]float64 `json:"calls_per_message"`
+	Capacity       *capFigures        `json:"capacity_per_message"`
 	Failures       int                `json:"batch_item_failures"`
 	Check          string             `json:"check"`
 	Note           string             `json:"note"`
@@ -117,6 +120,9 @@ type report struct {
 	Scenarios map[string]any         `json:"scenarios"`
 	ItemSize  []itemSizeRow          `json:"item_size"`
 	AllOld    *allOldResult          `json:"allold_moto,omitempty"`
+	Capacity  []capRow               `json:"capacity,omitempty"`
+	Records   []recordRow            `json:"records_beside_powertools,omitempty"`
+	Storm     *stormResult           `json:"storm,omitempty"`
 	Stores    []storeRow             `json:"stores,omitempty"`
 	Micro     map[string]microResult `json:"micro"`
 	Floor     *floorResult           `json:"cpu_floor,omitempty"`
@@ -167,10 +173,20 @@ func (r *report) addScenario(sc scenario, modeName string, run int, m measured, 
 		r.Failures = append(r.Failures, fmt.Sprintf("%s %s run %d: handler ran %d times for %d events, want %d per event",
 			sc.Name, modeName, run, m.Executions, n, sc.ExecsPerEvent))
 	}
+	r.checkCapacity(fmt.Sprintf("%s %s run %d", sc.Name, modeName, run), m.Capacity, m.Calls)
+}
+
+// checkCapacity adds a failure for each inconsistency of a measurement's
+// capacity units (see checkCapacity).
+func (r *report) checkCapacity(what string, d capDelta, calls map[string]int64) {
+	for _, p := range checkCapacity(d, calls) {
+		r.Failures = append(r.Failures, what+": capacity: "+p)
+	}
 }
 
 func (r *report) addRace(rr raceRun) {
 	r.races = append(r.races, rr)
+	r.checkCapacity(fmt.Sprintf("c_race run %d", len(r.races)), rr.Capacity, rr.Calls)
 	for i, e := range rr.ExecutionsPerKey {
 		if e != 1 {
 			r.Failures = append(r.Failures, fmt.Sprintf("c_race run %d trial %d: the handler ran %d times for one key", len(r.races), i, e))
@@ -180,6 +196,7 @@ func (r *report) addRace(rr raceRun) {
 
 func (r *report) addSQS(sr sqsRun) {
 	r.sqs = append(r.sqs, sr)
+	r.checkCapacity(fmt.Sprintf("sqs_batch10 run %d", len(r.sqs)), sr.Capacity, sr.Calls)
 	if sr.Failures != 0 || sr.Executions != int64(sr.Messages) {
 		r.Failures = append(r.Failures, fmt.Sprintf("sqs_batch10 run %d: %d batch item failures, %d executions for %d messages",
 			len(r.sqs), sr.Failures, sr.Executions, sr.Messages))
@@ -253,6 +270,11 @@ func (r *report) finish() {
 			mf.P50Ms, mf.P99Ms, mf.EventsPerS = round(median(p50), 3), round(median(p99), 3), round(median(eps), 0)
 			mf.ClientCPUUsPerEvent, mf.DynaliteCPUUsPerEv, mf.ProxyCPUUsPerEvent = round(median(cpu), 1), round(median(dyn), 1), round(median(prx), 1)
 			mf.CallsPerEvent = medianCalls(runs, n)
+			var caps []capDelta
+			for _, m := range runs {
+				caps = append(caps, m.Capacity)
+			}
+			mf.Capacity = newCapFigures(caps, n)
 			mf.ExecsPerEvent = round(float64(last.Executions)/float64(n), 3)
 			mf.Outcomes = last.Outcomes
 			mf.Check = "ok"
@@ -285,6 +307,11 @@ func (r *report) finish() {
 			}
 		}
 		rf.WinnerMedianMs, rf.OthersMedianMs = round(median(win), 2), round(median(oth), 2)
+		var caps []capDelta
+		for _, rr := range r.races {
+			caps = append(caps, rr.Capacity)
+		}
+		rf.Capacity = newCapFigures(caps, len(r.races[0].ExecutionsPerKey))
 		for k, v := range calls {
 			rf.CallsPerTrial[k] = round(median(v), 1)
 		}
@@ -314,6 +341,11 @@ func (r *report) finish() {
 			dyn = append(dyn, sr.DynaliteMsPerMsg)
 		}
 		sf.DynaliteMsPerMsg = round(median(dyn), 2)
+		var caps []capDelta
+		for _, sr := range r.sqs {
+			caps = append(caps, sr.Capacity)
+		}
+		sf.Capacity = newCapFigures(caps, r.sqs[0].Messages)
 		for k, v := range calls {
 			sf.CallsPerMsg[k] = round(median(v), 2)
 		}
@@ -412,6 +444,7 @@ func (r *report) targets() {
 			c.DiffMs, c.Starts, c.InitDiffMs, c.FirstHandlerDiffMs, c.WarmHandlerDiffMs), Status: status(c.DiffMs <= 10)})
 	}
 	r.cpuTargets(add)
+	r.capacityTargets(add)
 	if rf, ok := r.Scenarios["c_race"].(*raceFigures); ok {
 		add(target{Target: "c_race: 1 execution per key", Measured: fmt.Sprintf("max %d over %d trials", rf.MaxExecutions, rf.Trials),
 			Status: status(rf.MaxExecutions == 1)})
@@ -458,8 +491,8 @@ func markdown(r *report) string {
 	fmt.Fprintf(&b, "idem benchmark: N = %d per scenario and mode, medians of %d runs, %d CPUs (%s), %s, dynalite %s, node %s; %.0f s; load average %s at start, %s at end.\n\n",
 		r.Meta.N, r.Meta.Runs, m.NumCPU, m.CPUModel, m.GoVersion, m.Dynalite, m.Node, r.Meta.DurationS, m.LoadAvgStart, m.LoadAvgEnd)
 	if len(r.order) > 0 {
-		b.WriteString("| scenario | mode | p50 ms | p99 ms | events/s | client CPU µs/event | dynalite CPU µs/event | DynamoDB calls/event | handler runs/event | check |\n")
-		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |\n")
+		b.WriteString("| scenario | mode | p50 ms | p99 ms | events/s | client CPU µs/event | dynalite CPU µs/event | DynamoDB calls/event | write units/event | read units/event | handler runs/event | check |\n")
+		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |\n")
 	}
 	for _, name := range r.order {
 		for _, md := range modes {
@@ -467,8 +500,9 @@ func markdown(r *report) string {
 			if mf == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %g | %s |\n", name, md.Name, fmtMs(mf.P50Ms), fmtMs(mf.P99Ms), mf.EventsPerS,
-				mf.ClientCPUUsPerEvent, mf.DynaliteCPUUsPerEv, fmtCalls(mf.CallsPerEvent), mf.ExecsPerEvent, mf.Check)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %g | %s |\n", name, md.Name, fmtMs(mf.P50Ms), fmtMs(mf.P99Ms), mf.EventsPerS,
+				mf.ClientCPUUsPerEvent, mf.DynaliteCPUUsPerEv, fmtCalls(mf.CallsPerEvent), fmtUnits(mf.Capacity.WritePerEvent),
+				fmtUnits(mf.Capacity.ReadPerEvent), mf.ExecsPerEvent, mf.Check)
 		}
 	}
 	if rf, ok := r.Scenarios["c_race"].(*raceFigures); ok {
@@ -513,7 +547,15 @@ func markdown(r *report) string {
 			"retry of a retryable failure %s, takeover of an expired lease %s per event.\n",
 			a.Server, a.Events, fmtCalls(a.FirstCalls), fmtCalls(a.DuplicateCalls), fmtCalls(a.LiveCalls),
 			fmtCalls(a.RetryCalls), fmtCalls(a.TakeoverCalls))
+		var units []string
+		for _, k := range slices.Sorted(maps.Keys(a.Capacity)) {
+			units = append(units, fmt.Sprintf("%s %s + %s", k, fmtUnits(a.Capacity[k].WritePerEvent), fmtUnits(a.Capacity[k].ReadPerEvent)))
+		}
+		fmt.Fprintf(&b, "Capacity units per event on %s (write + read, computed from the items sent): %s.\n", a.Server, strings.Join(units, ", "))
 	}
+	b.WriteString(capMarkdown(r.Capacity))
+	b.WriteString(recordsMarkdown(r.Records))
+	b.WriteString(r.Storm.markdown())
 	if len(r.Stores) > 0 {
 		b.WriteString("\n| store | scenario | p50 ms | p99 ms | store ops/event | server requests/event | executions/event | verdict |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 		for _, s := range r.Stores {

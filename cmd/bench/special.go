@@ -29,6 +29,7 @@ type raceRun struct {
 	WinnerMs         []float64 // latency of the executing call, per trial
 	OthersP50Ms      []float64 // median latency of the other calls, per trial
 	Calls            map[string]int64
+	Capacity         capDelta
 }
 
 // race fires raceCallers concurrent calls with one key, trials times.
@@ -86,6 +87,7 @@ func (b *bench) race(r *idem.Runner, run, trials int) (raceRun, error) {
 		return res, err
 	}
 	res.Calls = diffCounts(s0.counts, s1.counts)
+	res.Capacity = diffCapacity(s0.cap, s1.cap)
 	logf("run %d c_race executions per key %v, outcomes %v, calls %v", run, res.ExecutionsPerKey, res.Outcomes, res.Calls)
 	return res, nil
 }
@@ -97,6 +99,7 @@ type sqsRun struct {
 	Executions        int64 // handler executions
 	Messages          int
 	Calls             map[string]int64
+	Capacity          capDelta
 	DynaliteMsPerMsg  float64 // dynalite's CPU per message (batches and singles)
 }
 
@@ -185,6 +188,7 @@ func (b *bench) sqsBatch(r *idem.Runner, run, reps int) (sqsRun, error) {
 		return res, err
 	}
 	res.Calls = diffCounts(s0.counts, s1.counts)
+	res.Capacity = diffCapacity(s0.cap, s1.cap)
 	res.Executions = execs.Load()
 	res.Messages = reps * (sqsBatch + 1)
 	res.DynaliteMsPerMsg = ms(s1.dyna-s0.dyna) / float64(res.Messages)

@@ -78,6 +78,7 @@ type measured struct {
 	DynaliteCPU time.Duration // per event
 	ProxyCPU    time.Duration // per event
 	Calls       map[string]int64
+	Capacity    capDelta // capacity units charged at the proxy
 	Executions  int64
 	Outcomes    map[string]int
 	FirstError  string
@@ -97,6 +98,7 @@ type snapshot struct {
 	t                time.Time
 	cpu, dyna, proxy time.Duration
 	counts           map[string]int64
+	cap              capacityReport
 }
 
 func (b *bench) snap() (snapshot, error) {
@@ -112,7 +114,11 @@ func (b *bench) snap() (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	return snapshot{t: time.Now(), cpu: processCPU(), dyna: d, proxy: p, counts: c}, nil
+	cr, err := b.proxy.Capacity(b.ctx)
+	if err != nil {
+		return snapshot{}, err
+	}
+	return snapshot{t: time.Now(), cpu: processCPU(), dyna: d, proxy: p, counts: c, cap: cr}, nil
 }
 
 // call is one wrapped call: it returns the outcome and error.
@@ -171,6 +177,7 @@ func (b *bench) drive(evs []event, conc int, fn call, executions *atomic.Int64) 
 		DynaliteCPU: (s1.dyna - s0.dyna) / n,
 		ProxyCPU:    (s1.proxy - s0.proxy) / n,
 		Calls:       diffCounts(s0.counts, s1.counts),
+		Capacity:    diffCapacity(s0.cap, s1.cap),
 		Executions:  executions.Load() - execs0,
 		Outcomes:    map[string]int{},
 	}

@@ -137,7 +137,7 @@ func TestInspectSQSEvent(t *testing.T) {
 				return nil, core.MarkPermanent(errors.New("template missing"))
 			}
 			return []byte(`"sent"`), nil
-		}, idemlambda.WithPermanentFailuresToDLQ())
+		}) // a permanent failure is reported: the queue's redrive policy takes it to the DLQ
 	if err != nil {
 		t.Fatal(err)
 	}

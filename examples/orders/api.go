@@ -39,7 +39,7 @@ func NewAPI(d Deps) (func(context.Context, events.APIGatewayV2HTTPRequest) (even
 			header: func(name string) string { return header(req.Headers, nil, name) },
 		})
 		return events.APIGatewayV2HTTPResponse{StatusCode: a.status, Headers: a.headers, Body: a.body}, err
-	}, idemlambda.WithLogger(d.Logger))
+	})
 }
 
 // NewALB returns orders-alb's handler: the same POST /orders behind an
@@ -69,7 +69,7 @@ func NewALB(d Deps) (func(context.Context, events.ALBTargetGroupRequest) (events
 			resp.MultiValueHeaders[k] = []string{v}
 		}
 		return resp, err
-	}, idemlambda.WithLogger(d.Logger), idemlambda.WithIdentityHeader(ALBIdentityHeader))
+	}, idemlambda.WithIdentityHeader(ALBIdentityHeader))
 }
 
 // apiRequest is what POST /orders reads of a request, whichever event
@@ -208,13 +208,12 @@ func apiDepsFromEnv(ctx context.Context, function string) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
-	logger := NewLogger(function)
-	d, err := awsDeps(ctx, cfg, function, logger)
+	d, err := awsDeps(ctx, cfg, function)
 	if err != nil {
 		return Deps{}, err
 	}
 	if cfg.QueueURL == "" {
-		logger.Warn("ORDERS_QUEUE_URL is empty: no OrderPlaced messages will be sent")
+		d.Logger.Warn("ORDERS_QUEUE_URL is empty: no OrderPlaced messages will be sent")
 	}
 	return d, nil
 }

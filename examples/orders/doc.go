@@ -17,9 +17,10 @@
 //     the end-to-end tests run it.
 //   - orders-consumer (cmd/orders-consumer): consumes the orders queue and
 //     appends one ledger entry per OrderPlaced event (a new random entry id
-//     per real execution), keyed by the event's event_id. Permanent
-//     failures are reported for redelivery so that the queue's redrive
-//     policy moves them to its dead-letter queue.
+//     per real execution), keyed by the event's event_id. Every message
+//     that does not succeed is reported for redelivery (the wrapper's
+//     default), so that the queue's redrive policy moves it to its
+//     dead-letter queue.
 //   - orders-stream (cmd/orders-stream): consumes the orders table's
 //     DynamoDB stream and writes one audit entry per order placed (an INSERT
 //     record; a new random audit id per real execution), keyed by the
@@ -52,7 +53,9 @@
 //   - orders-consumer, body field "fail": "transient_once" fails
 //     transiently while the message's ApproximateReceiveCount is 1 (so the
 //     first delivery is reported and the redelivery succeeds), "transient"
-//     always fails transiently, "poison" fails permanently;
+//     always fails transiently, "poison" fails permanently (marked so),
+//     "error" returns an ordinary error that no classifier knows (so
+//     permanent too);
 //   - orders-consumer, body field "sleep_ms": N sleeps N milliseconds before
 //     writing the ledger entry, ignoring the deadline, while the message's
 //     ApproximateReceiveCount is 1 (so that a first delivery is killed by

@@ -39,8 +39,12 @@ type Deps struct {
 	Audit Audit
 	// Publisher sends OrderPlaced messages (orders-api); nil sends none.
 	Publisher Publisher
-	// Logger receives the runner's and the wrapper's JSON logs (nil: none).
+	// Logger receives the runner's records, the wrappers' included (nil:
+	// idem.DefaultLogger()).
 	Logger *slog.Logger
+	// Observer receives the runner's observations, the wrappers' included
+	// (nil: none; the bootstraps give CloudWatch metrics, NewMetrics).
+	Observer idem.Observer
 	// LeaseMargin is the runner's lease margin (zero: idem's default).
 	LeaseMargin time.Duration
 	// SafetyMargin is the consumers' safety margin (negative: the
@@ -57,6 +61,9 @@ func (d Deps) runner() (*idem.Runner, error) {
 		return nil, errors.New("orders: no idempotency store")
 	}
 	opts := []idem.Option{idem.WithLogger(d.Logger)}
+	if d.Observer != nil {
+		opts = append(opts, idem.WithObserver(d.Observer))
+	}
 	if d.LeaseMargin > 0 {
 		opts = append(opts, idem.WithLease(d.LeaseMargin, idem.DefaultLease))
 	}
@@ -78,8 +85,9 @@ type Placed struct {
 
 // NewConsumer returns orders-consumer's handler: one ledger entry per
 // OrderPlaced event, made idempotent by idemlambda.SQS keyed by the body's
-// event_id. Permanent failures are reported, for the queue's redrive policy
-// to move them to the dead-letter queue.
+// event_id. Every message that does not succeed is reported (the wrapper's
+// default), for the queue's redrive policy to move it to the dead-letter
+// queue.
 func NewConsumer(d Deps) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	if d.Ledger == nil {
 		return nil, errors.New("orders: no ledger table")
@@ -88,7 +96,7 @@ func NewConsumer(d Deps) (func(context.Context, events.SQSEvent) (events.SQSEven
 	if err != nil {
 		return nil, err
 	}
-	opts := []idemlambda.BatchOption{idemlambda.WithLogger(d.Logger), idemlambda.WithPermanentFailuresToDLQ()}
+	var opts []idemlambda.BatchOption
 	if d.SafetyMargin >= 0 {
 		opts = append(opts, idemlambda.WithSafetyMargin(d.SafetyMargin))
 	}
@@ -97,8 +105,12 @@ func NewConsumer(d Deps) (func(context.Context, events.SQSEvent) (events.SQSEven
 	}, opts...)
 }
 
-// errPoison is the test hook's permanent failure.
-var errPoison = errors.New("orders: poison message (test hook)")
+// errPoison is the test hook's permanent failure; errSMTP its ordinary
+// error, which no classifier knows.
+var (
+	errPoison = errors.New("orders: poison message (test hook)")
+	errSMTP   = errors.New("535 authentication failed (test hook)")
+)
 
 func appendLedger(ctx context.Context, d Deps, msg events.SQSMessage) ([]byte, error) {
 	var ev OrderPlaced
@@ -116,6 +128,8 @@ func appendLedger(ctx context.Context, d Deps, msg events.SQSMessage) ([]byte, e
 		switch ev.Fail {
 		case "poison":
 			return nil, core.MarkPermanent(errPoison)
+		case "error":
+			return nil, fmt.Errorf("orders: notify the customer: %w", errSMTP) // unmarked: permanent
 		case "transient":
 			return nil, core.MarkTransient(errors.New("orders: ledger unavailable (test hook)"))
 		case "transient_once":
@@ -150,10 +164,13 @@ func NewID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// NewLogger returns the functions' JSON logger on stdout (which Lambda sends
-// to CloudWatch Logs), with the function's name on every record.
+// NewLogger returns the functions' logger: idem's default (in Lambda, on
+// stdout, which Lambda sends to CloudWatch Logs, in the format and from the
+// level of the function's logging configuration), with the request id and
+// cold start of each invocation (idemlambda.LogHandler) and the function's
+// name on every record.
 func NewLogger(function string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stdout, nil)).With(slog.String("function", function))
+	return slog.New(idemlambda.LogHandler(idem.DefaultLogger().Handler())).With(slog.String("function", function))
 }
 
 // ConsumerFromEnv builds orders-consumer's handler from the environment
@@ -163,16 +180,16 @@ func ConsumerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent
 	if err != nil {
 		return nil, err
 	}
-	d, err := awsDeps(ctx, cfg, "orders-consumer", NewLogger("orders-consumer"))
+	d, err := awsDeps(ctx, cfg, "orders-consumer")
 	if err != nil {
 		return nil, err
 	}
 	return NewConsumer(d)
 }
 
-// awsDeps builds a deployed function's dependencies: the AWS clients, and a runner that
-// publishes its metrics (NewMetrics) on standard output.
-func awsDeps(ctx context.Context, cfg Config, function string, logger *slog.Logger) (Deps, error) {
+// awsDeps are the dependencies of the function named function over AWS, its
+// logs and metrics (NewMetrics) on stdout.
+func awsDeps(ctx context.Context, cfg Config, function string) (Deps, error) {
 	metrics, err := NewMetrics(os.Stdout, function)
 	if err != nil {
 		return Deps{}, err
@@ -188,9 +205,8 @@ func awsDeps(ctx context.Context, cfg Config, function string, logger *slog.Logg
 	}
 	tables := DynamoTables{Client: db, OrdersTable: cfg.OrdersTable, LedgerTable: cfg.LedgerTable, AuditTable: cfg.AuditTable}
 	d := Deps{
-		Store: store, Orders: tables, Ledger: tables, Audit: tables, Logger: logger,
+		Store: store, Orders: tables, Ledger: tables, Audit: tables, Logger: NewLogger(function), Observer: metrics,
 		LeaseMargin: cfg.LeaseMargin, SafetyMargin: cfg.SafetyMargin, TestHooks: cfg.TestHooks,
-		RunnerOptions: []idem.Option{idem.WithObserver(metrics)},
 	}
 	if cfg.QueueURL != "" {
 		d.Publisher = SQSPublisher{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}

@@ -32,7 +32,7 @@ func NewStream(d Deps) (func(context.Context, events.DynamoDBEvent) (events.Dyna
 	if err != nil {
 		return nil, err
 	}
-	opts := []idemlambda.BatchOption{idemlambda.WithLogger(d.Logger), idemlambda.WithPermanentFailuresToDLQ()}
+	var opts []idemlambda.BatchOption
 	if d.SafetyMargin >= 0 {
 		opts = append(opts, idemlambda.WithSafetyMargin(d.SafetyMargin))
 	}
@@ -114,7 +114,7 @@ func StreamFromEnv(ctx context.Context) (func(context.Context, events.DynamoDBEv
 	if err != nil {
 		return nil, err
 	}
-	d, err := awsDeps(ctx, cfg, "orders-stream", NewLogger("orders-stream"))
+	d, err := awsDeps(ctx, cfg, "orders-stream")
 	if err != nil {
 		return nil, err
 	}

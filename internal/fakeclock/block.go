@@ -47,9 +47,15 @@ func (c *Clock) Block(ctx context.Context, d time.Duration) error {
 // WaitBlocked waits until at least n goroutines are blocked in Block, or ctx
 // is done (its error).
 func (c *Clock) WaitBlocked(ctx context.Context, n int) error {
+	return c.waitUntil(ctx, func() bool { return len(c.waiters) >= n })
+}
+
+// waitUntil waits until cond, called with c.mu held, holds, or ctx is done
+// (its error).
+func (c *Clock) waitUntil(ctx context.Context, cond func() bool) error {
 	for {
 		c.mu.Lock()
-		if len(c.waiters) >= n {
+		if cond() {
 			c.mu.Unlock()
 			return nil
 		}
@@ -93,4 +99,31 @@ func (c *Clock) notifyLocked() {
 		close(c.changed)
 		c.changed = nil
 	}
+}
+
+// Drive moves the clock by step each time at least waiters goroutines are
+// blocked in Block, until stop is called (stop waits for the driving
+// goroutine to end). waiters is the number of goroutines that use the
+// clock: moving it while one of them is awake could pass a time it has to
+// act at. setWaiters changes it while the clock is driven.
+func (c *Clock) Drive(step time.Duration, waiters int) (setWaiters func(n int), stop func()) {
+	c.mu.Lock()
+	c.driven = waiters
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		driven := func() bool { return len(c.waiters) >= c.driven }
+		for ctx.Err() == nil && c.waitUntil(ctx, driven) == nil {
+			c.Advance(step)
+		}
+	}()
+	setWaiters = func(n int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.driven = n
+		c.notifyLocked()
+	}
+	return setWaiters, func() { cancel(); <-done }
 }

@@ -50,3 +50,34 @@ func TestBlockEndsWithItsContext(t *testing.T) {
 		t.Fatalf("WaitBlocked with no one blocked = %v, want its context's error", err)
 	}
 }
+
+func TestDriveMovesTheClockWhenTheWaitersAreBlocked(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	c := New(t0)
+	setWaiters, stop := c.Drive(time.Second, 2)
+	defer stop()
+	first := make(chan error, 1)
+	go func() { first <- c.Block(context.Background(), 5*time.Second) }()
+	if err := c.WaitBlocked(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Now().Equal(t0) {
+		t.Fatalf("the clock moved to %s while one of two waiters was blocked", c.Now())
+	}
+	if err := c.Block(context.Background(), 3*time.Second); err != nil { // the second waiter: the clock moves
+		t.Fatal(err)
+	}
+	if now := c.Now(); !now.Equal(t0.Add(3 * time.Second)) {
+		t.Fatalf("the second waiter woke at %s, want t0+3s (the clock moved while it was awake)", now)
+	}
+	setWaiters(1) // the first waiter alone now
+	if err := <-first; err != nil || !c.Now().Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("Block = %v at %s, want nil at t0+5s", err, c.Now())
+	}
+	stop()
+	before := c.Now()
+	go func() { _ = c.Block(context.Background(), time.Hour) }()
+	if err := c.WaitBlocked(context.Background(), 1); err != nil || !c.Now().Equal(before) {
+		t.Fatalf("the clock moved after stop: %s, want %s", c.Now(), before)
+	}
+}

@@ -15,7 +15,8 @@ type Clock struct {
 	now     time.Time
 	sleeps  []time.Duration
 	waiters []*waiter     // goroutines in Block
-	changed chan struct{} // closed when waiters changes (WaitBlocked)
+	changed chan struct{} // closed when waiters or driven changes (WaitBlocked, Drive)
+	driven  int           // the goroutines Drive waits for
 }
 
 // New returns a clock reading t.

@@ -27,6 +27,8 @@ const (
 const (
 	MissingKey       = "missing-idempotency-key" // 400
 	InvalidKey       = "invalid-idempotency-key" // 400
+	MissingKeySource = "missing-key-source"      // 400
+	InvalidKeySource = "invalid-key-source"      // 400
 	InvalidBody      = "invalid-body"            // 400
 	BodyTooLarge     = "body-too-large"          // 413
 	InProgress       = "request-in-progress"     // 409
@@ -59,6 +61,8 @@ type spec struct {
 var specs = map[string]spec{
 	MissingKey:       {http.StatusBadRequest, "Missing Idempotency-Key header", "This endpoint needs an Idempotency-Key header (for example a random UUID) that is the same on every retry of one request."},
 	InvalidKey:       {http.StatusBadRequest, "Invalid Idempotency-Key header", ""},
+	MissingKeySource: {http.StatusBadRequest, "Missing idempotency key source", "This endpoint takes its idempotency key from a header or a body field that the request lacks."},
+	InvalidKeySource: {http.StatusBadRequest, "Invalid idempotency key source", ""},
 	InvalidBody:      {http.StatusBadRequest, "Invalid request body", ""},
 	BodyTooLarge:     {http.StatusRequestEntityTooLarge, "Request body too large", ""},
 	InProgress:       {http.StatusConflict, "Request in progress", "A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After."},
@@ -139,7 +143,7 @@ func Refusal(v idem.Verdict, err error, now time.Time) Answer {
 // kept (too large for the store, or not recorded by the middleware): 500
 // response-not-replayable, marked as replayed.
 func Omitted() Answer {
-	a := NewAnswer(ResponseOmitted, "", idem.Replayed)
+	a := NewAnswer(ResponseOmitted, "", idem.ReplayOmitted)
 	a.Header[HeaderReplayed] = "true"
 	return a
 }

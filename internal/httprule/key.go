@@ -2,10 +2,7 @@ package httprule
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/idemgo/idem/core"
 )
@@ -33,19 +30,7 @@ const (
 // HTTP APIs and function URLs deliver a repeated header as one value joined
 // with commas; refusing it everywhere keeps one rule.
 func KeyHeader(headers map[string]string, multi map[string][]string) (value string, ok bool, err error) {
-	var vals []string
-	for k, vs := range multi {
-		if strings.EqualFold(k, HeaderIdempotencyKey) {
-			vals = append(vals, vs...)
-		}
-	}
-	if len(vals) == 0 {
-		for k, v := range headers {
-			if strings.EqualFold(k, HeaderIdempotencyKey) {
-				vals = append(vals, v)
-			}
-		}
-	}
+	vals := headerValues(headers, multi, HeaderIdempotencyKey)
 	if len(vals) == 0 {
 		return "", false, nil
 	}
@@ -87,12 +72,7 @@ func checkKey(v string) (string, error) {
 // endpoint is refused as reused rather than run again. The error wraps
 // core.ErrInvalidKey.
 func Key(headerValue string, identity []string) (string, error) {
-	who := "anonymous"
-	if len(identity) > 0 {
-		who = strings.Join(identity, "\n")
-	}
-	sum := sha256.Sum256([]byte(who))
-	return core.DeriveKey("http", hex.EncodeToString(sum[:]), headerValue)
+	return core.DeriveKey("http", identityHash(identity), headerValue)
 }
 
 type storedKeyCtx struct{}

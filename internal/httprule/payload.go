@@ -2,8 +2,12 @@ package httprule
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/idemgo/idem/core"
@@ -83,6 +87,55 @@ func nestsDeeper(b []byte, max int) bool {
 	}
 	return false
 }
+
+// Fingerprint returns the fingerprint of a request, equal to
+// core.Fingerprint of Payload(method, path, body) without sel, computed
+// with one canonicalization of the body: the JSON of Payload is assembled
+// in canonical form around the body's canonical form (under sel, which
+// applies to the body only: the method and the path are always covered)
+// or, for a body that is not JSON, its text or base64. The errors are
+// Payload's, and a selected field absent from a JSON body
+// (core.ErrFieldAbsent); all wrap core.ErrInvalidPayload.
+func Fingerprint(method, path string, body []byte, sel core.Selection) (string, error) {
+	if nestsDeeper(body, MaxBodyDepth) {
+		return "", fmt.Errorf("%w: body nests arrays and objects deeper than %d", core.ErrInvalidPayload, MaxBodyDepth)
+	}
+	// Members in key order: base64, json, method, path, text.
+	buf := docPool.Get().(*[]byte)
+	doc := append(slices.Grow((*buf)[:0], len(body)+len(method)+len(path)+40), '{')
+	defer func() {
+		if cap(doc) <= maxPooledDoc {
+			*buf = doc[:0]
+			docPool.Put(buf)
+		}
+	}()
+	text := false
+	if len(body) > 0 {
+		withBody, err := sel.AppendCanonical(append(doc, `"json":`...), body)
+		switch {
+		case err == nil:
+			doc = append(withBody, ',')
+		case errors.Is(err, core.ErrFieldAbsent) || errors.Is(err, core.ErrInvalidSelection):
+			return "", err
+		case utf8.Valid(body):
+			text = true
+		default:
+			doc = append(base64.StdEncoding.AppendEncode(append(doc, `"base64":"`...), body), `",`...)
+		}
+	}
+	doc = core.AppendJSONString(append(doc, `"method":`...), method)
+	doc = core.AppendJSONString(append(doc, `,"path":`...), path)
+	if text {
+		doc = core.AppendJSONString(append(doc, `,"text":`...), body)
+	}
+	return core.FingerprintCanonical(append(doc, '}')), nil
+}
+
+// docPool holds the buffers Fingerprint assembles documents in; one larger
+// than maxPooledDoc is not kept.
+var docPool = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledDoc = 256 << 10
 
 func jsonCanonical(b []byte) []byte {
 	if len(b) == 0 {

@@ -281,6 +281,24 @@ func Conservative() Service {
 	}, time.Second)
 }
 
+// Storm is one key delivered again and again while its first execution
+// runs: a queue's redrive, a client retrying hard. Deliveries arrive about 2
+// ms apart at sandboxes processes; the first executes for 50 s of its 60 s
+// deadline and the others find it in progress, all within its lease as long
+// as the run has at most about 20,000 deliveries. No delivery is redelivered.
+// Run it without faults to count the store calls a storm costs
+// (Stats.StoreWrites, StoreRefusals, StoreReads).
+func Storm(sandboxes int) Service {
+	return Service{
+		Name:       "storm",
+		Sandboxes:  sandboxes,
+		Deadlines:  []DeadlineMode{{Kind: Kill, Min: time.Minute, Max: time.Minute}},
+		HandlerMin: 50 * time.Second, HandlerMax: 50 * time.Second,
+		Success:    1,
+		ArrivalGap: 2 * time.Millisecond, ActiveKeys: 1,
+	}
+}
+
 // Mixed returns every service above but Conservative, for a run that
 // covers them all at once over one store.
 func Mixed() []Service {

@@ -55,6 +55,12 @@ type Stats struct {
 	// StepRuns counts runs of step functions (Service.Steps); StepsRecorded,
 	// steps the store accepted.
 	StepRuns, StepsRecorded int
+	// StoreWrites counts the writes that reached the store under test
+	// (Reserve, Acquire, Complete, RecordStep; not those an injected
+	// throttle or timeout stopped); StoreRefusals, those it refused with a
+	// conflict or a lost lease (on DynamoDB, each a failed conditional write,
+	// charged as a write); StoreReads, its Get calls.
+	StoreWrites, StoreRefusals, StoreReads int
 }
 
 func (st *Stats) count(c outClass, out idem.Outcome) {

@@ -112,6 +112,10 @@ func faultWrite[T any](f *faultStore, ctx context.Context, op string, inner func
 	ictx, cancel := innerCtx()
 	v, err := inner(ictx)
 	cancel()
+	f.s.stats.StoreWrites++
+	if refused(err) {
+		f.s.stats.StoreRefusals++
+	}
 	after(t, v, err)
 	if fa == faultLost {
 		t.d.ks.note("(answer lost)")
@@ -119,6 +123,13 @@ func faultWrite[T any](f *faultStore, ctx context.Context, op string, inner func
 	}
 	t.yield(f.s.latency())
 	return v, err
+}
+
+// refused reports whether a store write was refused by its condition: a
+// conflict (the key is held, or another payload's) or a lost lease.
+func refused(err error) bool {
+	var ce *idem.ConflictError
+	return errors.As(err, &ce) || errors.Is(err, idem.ErrLeaseLost) || errors.Is(err, idem.ErrStepConflict)
 }
 
 func (f *faultStore) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
@@ -147,6 +158,7 @@ func (f *faultStore) Get(ctx context.Context, key string, now time.Time) (core.R
 	ictx, cancel := innerCtx()
 	rec, err := f.inner.Get(ictx, key, now)
 	cancel()
+	f.s.stats.StoreReads++
 	t.yield(f.s.latency())
 	return rec, err
 }

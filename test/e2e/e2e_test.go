@@ -209,6 +209,10 @@ func (s *stack) startWith(name string, timeout int, hooks bool) *devserver.RIE {
 	r, err := devserver.StartRIE(s.t.Context(), s.rie, bin, []string{
 		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", timeout),
 		"AWS_LAMBDA_FUNCTION_NAME=" + name,
+		// What Lambda sets for template.yaml's LoggingConfig (LogFormat: JSON, the
+		// default ApplicationLogLevel), which the functions' default logger follows.
+		"AWS_LAMBDA_LOG_FORMAT=JSON",
+		"AWS_LAMBDA_LOG_LEVEL=INFO",
 		orders.EnvIdemTable + "=" + s.idemTable,
 		orders.EnvOrdersTable + "=" + s.ordersTable,
 		orders.EnvLedgerTable + "=" + s.ledgerTable,

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/examples/orders"
 	"github.com/idemgo/idem/internal/devserver"
@@ -27,17 +29,25 @@ const (
 	queueTimeout = 2
 	// maxReceiveCount is the queue's redrive policy: receives before the dead-letter queue.
 	maxReceiveCount = 2
+	// retriesTimeout is queueTimeout for a test whose deliveries must each run all their
+	// in-process retries: far more time than they take on any machine, so that the retries
+	// end by their count, never by the deadline.
+	retriesTimeout = 10
 )
 
 // queued is a stack whose consumer is fed by the event source mapping (internal/esm) from a
 // queue and its dead-letter queue on a real SQS API: moto's, at $AWS_ENDPOINT_URL_SQS.
 type queued struct {
 	*stack
-	client *sqs.Client
-	q      esm.Queues
+	client  *sqs.Client
+	q       esm.Queues
+	timeout int // the consumer's timeout and the queue's visibility timeout, seconds
 }
 
-func newQueued(t *testing.T) *queued {
+func newQueued(t *testing.T) *queued { return newQueuedTimeout(t, queueTimeout) }
+
+// newQueuedTimeout is newQueued with another consumer timeout and visibility timeout.
+func newQueuedTimeout(t *testing.T, timeout int) *queued {
 	s := newStack(t)
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
 		t.Fatal("the queue tests need AWS_ENDPOINT_URL_SQS (an SQS-API server): run them with `make test` " +
@@ -47,10 +57,10 @@ func newQueued(t *testing.T) *queued {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := &queued{stack: s, client: sqs.NewFromConfig(cfg)}
+	qs := &queued{stack: s, client: sqs.NewFromConfig(cfg), timeout: timeout}
 	name := strings.TrimSuffix(s.idemTable, "-idem")
 	qs.q, err = esm.CreateQueues(t.Context(), qs.client, name,
-		esm.QueueConfig{VisibilityTimeout: queueTimeout * time.Second, MaxReceiveCount: maxReceiveCount})
+		esm.QueueConfig{VisibilityTimeout: time.Duration(timeout) * time.Second, MaxReceiveCount: maxReceiveCount})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +71,9 @@ func newQueued(t *testing.T) *queued {
 // mapping from the queue to it, which invokes it one batch at a time.
 func (s *queued) consumer(hooks bool) (*devserver.RIE, *esm.Poller) {
 	s.t.Helper()
-	fn := s.startWith("orders-consumer", queueTimeout, hooks)
+	fn := s.startWith("orders-consumer", s.timeout, hooks)
 	p, err := esm.New(s.t.Context(), s.client, s.q.URL, esm.Remote(fn),
-		esm.WithReportBatchItemFailures(), esm.WithFunctionTimeout(queueTimeout*time.Second))
+		esm.WithReportBatchItemFailures(), esm.WithFunctionTimeout(time.Duration(s.timeout)*time.Second))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -206,9 +216,14 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	if n := s.ledgerByEvent(); !maps.Equal(n, map[string]int{"evt_ok": 1}) {
 		t.Errorf("ledger = %v, want evt_ok only", n)
 	}
-	if log := fn.Log(); strings.Count(log, `"verdict":"failed_permanently","reported":true`) != 1 ||
-		strings.Count(log, `"verdict":"replayed_failure","reported":true`) != 1 {
-		t.Errorf("log lacks one failure and one replay of it:\n%s", log)
+	var got []string
+	for _, rec := range logRecords(fn.Log()) {
+		if rec["message_id"] == poison {
+			got = append(got, fmt.Sprint(rec["verdict"], " reported=", rec["reported"]))
+		}
+	}
+	if want := []string{"failed_permanently reported=true", "replayed_failure reported=true"}; !slices.Equal(got, want) {
+		t.Errorf("log records of the poison message = %v, want %v:\n%s", got, want, fn.Log())
 	}
 
 	key, err := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: body})
@@ -239,5 +254,77 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	}
 	if n, m := s.held(s.q.URL), s.held(s.q.DLQURL); n+m != 0 {
 		t.Errorf("queues still hold %d and %d messages", n, m)
+	}
+}
+
+// The three ways a message fails that a new user meets first, each with the example consumer as
+// it is (no option): an ordinary error, an outage that uses up the retries on the second delivery,
+// a key the key source cannot find (a body with "eventId" where the consumer reads "event_id", as
+// a misspelt KeyFromBodyField would). Each is reported on every delivery until the queue's redrive
+// policy moves it to the dead-letter queue, with one log record and one metric per delivery; the
+// handler never runs for a replayed failure.
+func TestQueueFailuresEndInTheDLQ(t *testing.T) {
+	t.Parallel()
+	s := newQueuedTimeout(t, retriesTimeout)
+	fn, p := s.consumer(true)
+
+	bodies := map[string]string{
+		"error":  event("evt_error", `,"fail":"error"`),
+		"outage": event("evt_outage", `,"fail":"transient"`),
+		"typo":   `{"type":"OrderPlaced","eventId":"evt_typo","order_id":"ord_typo","customer_id":"c-1","amount_cents":2500}`,
+	}
+	want := map[string][]string{ // verdicts per delivery
+		"error":  {"failed_permanently", "replayed_failure"},
+		"outage": {"failed_transiently", "retries_exhausted"},
+		"typo":   {"missing_key", "missing_key"},
+	}
+	ids := map[string]string{} // message id → case
+	for name, body := range bodies {
+		ids[s.send(body)] = name
+	}
+	// Each delivery: the receive, then up to a visibility timeout of empty one-second polls.
+	s.pollUntil(p, (maxReceiveCount+1)*(retriesTimeout+2), func(esm.Batch) bool { return s.held(s.q.DLQURL) == len(bodies) })
+	if n := s.held(s.q.URL); n != 0 {
+		t.Errorf("the queue still holds %d messages", n)
+	}
+	if n := s.ledgerByEvent(); len(n) != 0 {
+		t.Errorf("ledger = %v, want nothing", n)
+	}
+
+	log := fn.Log()
+	perCase := map[string][]map[string]any{}
+	for _, rec := range logRecords(log) {
+		if name, ok := ids[fmt.Sprint(rec["message_id"])]; ok {
+			perCase[name] = append(perCase[name], rec)
+		}
+	}
+	metrics := map[string]int{} // EMF documents per verdict
+	for _, doc := range emfDocuments(log) {
+		metrics[fmt.Sprint(doc["Verdict"])]++
+	}
+	for name, verdicts := range want {
+		recs := perCase[name]
+		if len(recs) != len(verdicts) {
+			t.Errorf("%s: %d log records, want one per delivery (%d): %v", name, len(recs), len(verdicts), recs)
+			continue
+		}
+		for i, rec := range recs {
+			if rec["verdict"] != verdicts[i] || rec["reported"] != true || rec["receive_count"] != fmt.Sprint(i+1) ||
+				(rec["level"] != "WARN" && rec["level"] != "ERROR") {
+				t.Errorf("%s, delivery %d: record %v, want %s at WARN or ERROR, reported, receive_count %d", name, i+1, rec, verdicts[i], i+1)
+			}
+		}
+		key, err := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: bodies[name]})
+		if name != "typo" && (err != nil || recs[0]["key_hash"] != idem.HashKey(key)) {
+			t.Errorf("%s: key_hash %v, want %s", name, recs[0]["key_hash"], idem.HashKey(key))
+		}
+	}
+	wantMetrics := map[string]int{"failed_permanently": 1, "replayed_failure": 1, "failed_transiently": 1, "retries_exhausted": 1, "missing_key": 2}
+	if !maps.Equal(metrics, wantMetrics) {
+		t.Errorf("EMF documents per verdict = %v, want %v", metrics, wantMetrics)
+	}
+	key, _ := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: bodies["outage"]})
+	if rec, err := s.store.Get(t.Context(), key, time.Now()); err != nil || rec.Attempts != idem.DefaultMaxAttempts {
+		t.Errorf("the outage's record = %v, %v; want its %d attempts used up", rec, err, idem.DefaultMaxAttempts)
 	}
 }

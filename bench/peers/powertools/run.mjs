@@ -8,8 +8,9 @@
 //
 // Figures per scenario and mode: p50 and p99 of one wrapped call, events/s, client CPU per
 // event (process.cpuUsage: user+system time of this whole process), DynamoDB calls by
-// operation (read from the proxy's counts before and after, so both libraries are counted at
-// the wire the same way), handler executions and outcomes. Progress goes to stderr.
+// operation and the capacity units the proxy charged them (read from the proxy before and
+// after, so both libraries are counted and charged at the wire the same way), handler
+// executions and outcomes. Progress goes to stderr.
 
 import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import {
@@ -26,6 +27,7 @@ const RETENTION_S = 3600;
 const INVOCATION_MS = 30_000;
 const KEY_PREFIX = 'bench';
 const COUNTS_PATH = '/__bench/counts';
+const CAPACITY_PATH = '/__bench/capacity';
 const MODES = [
   { name: 'seq', conc: 1 },
   { name: 'c16', conc: 16 },
@@ -226,6 +228,25 @@ async function counts() {
   return out;
 }
 
+// capacity reads the proxy's capacity tallies: { totals: { op: tally }, errors, last_error }.
+async function capacity() {
+  const resp = await fetch(opts.endpoint + CAPACITY_PATH);
+  if (!resp.ok) throw new Error(`proxy capacity: HTTP ${resp.status}`);
+  return resp.json();
+}
+
+// capacityDelta is what the proxy charged between two reads, in cmd/bench's capDelta shape.
+function capacityDelta(before, after) {
+  const totals = {};
+  for (const [op, t] of Object.entries(after.totals ?? {})) {
+    const b = before.totals?.[op] ?? {};
+    const d = {};
+    for (const [k, v] of Object.entries(t)) d[k] = v - (b[k] ?? 0);
+    if (d.calls !== 0) totals[op] = d;
+  }
+  return { Totals: totals, Errors: (after.errors ?? 0) - (before.errors ?? 0), Last: after.last_error ?? '' };
+}
+
 function percentile(sorted, q) {
   if (sorted.length === 0) return 0;
   const i = Math.max(0, Math.min(Math.ceil(q * sorted.length) - 1, sorted.length - 1));
@@ -237,6 +258,7 @@ async function drive(evs, conc, fn) {
   globalThis.gc?.();
   const execs0 = counter.execs;
   const c0 = await counts();
+  const k0 = await capacity();
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   const lat = new Array(evs.length);
@@ -259,6 +281,7 @@ async function drive(evs, conc, fn) {
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const cpu = process.cpuUsage(cpu0);
   const c1 = await counts();
+  const k1 = await capacity();
   lat.sort((a, b) => a - b);
   const calls = {};
   for (const [k, v] of Object.entries(c1)) {
@@ -271,6 +294,7 @@ async function drive(evs, conc, fn) {
     events_per_s: evs.length / (wallMs / 1000),
     client_cpu_us_per_event: (cpu.user + cpu.system) / evs.length,
     calls,
+    capacity: capacityDelta(k0, k1),
     executions: counter.execs - execs0,
     outcomes: outs,
     first_error: firstError,
@@ -283,6 +307,7 @@ async function race() {
   const fn = idempotent(false, {}, RACE_SLEEP_MS);
   const res = { executions_per_key: [], outcomes: {}, winner_ms: [], others_p50_ms: [] };
   const c0 = await counts();
+  const k0 = await capacity();
   for (let t = 0; t < RACE_TRIALS; t++) {
     const ev = makeEvent('c_race', 'c32', t, 100 + t);
     const execs0 = counter.execs;
@@ -309,6 +334,7 @@ async function race() {
     res.others_p50_ms.push(percentile(others, 0.5));
   }
   const c1 = await counts();
+  res.capacity = capacityDelta(k0, await capacity());
   res.calls = {};
   for (const [k, v] of Object.entries(c1)) {
     const d = v - (c0[k] ?? 0);

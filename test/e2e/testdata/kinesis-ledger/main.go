@@ -59,7 +59,7 @@ func newHandler(ctx context.Context) (func(context.Context, events.KinesisEvent)
 	return idemlambda.Kinesis(runner, orders.LedgerAction, idemlambda.KinesisKeyFromDataField("event_id"),
 		func(ctx context.Context, rec events.KinesisEventRecord) ([]byte, error) {
 			return appendEntry(ctx, ledger, rec, cfg.TestHooks)
-		}, idemlambda.WithLogger(logger), idemlambda.WithPermanentFailuresToDLQ())
+		})
 }
 
 func appendEntry(ctx context.Context, ledger orders.Ledger, rec events.KinesisEventRecord, hooks bool) ([]byte, error) {

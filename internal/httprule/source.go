@@ -1,0 +1,224 @@
+package httprule
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/jsonfield"
+)
+
+// ErrNoKey is FindKey's error, checked with errors.Is, for a request that
+// lacks its key's source: the Idempotency-Key header, or a configured
+// header or body field. The wrappers answer it 400 (KeyAnswer), or run the
+// handler unkeyed where the key is optional.
+var ErrNoKey = errors.New("idem: request has no idempotency key")
+
+// A KeyPart is a source of a request's idempotency key other than the
+// default Idempotency-Key header: a request header (a webhook sender's
+// delivery id, such as GitHub's X-GitHub-Delivery), or a field of the
+// JSON body (Stripe's event id). The zero KeyPart is not usable.
+type KeyPart struct {
+	header string   // the header's name, as given; or
+	field  []string // the body field's dotted path
+}
+
+// HeaderPart returns the key part of header name. The error, for an
+// empty name or one with characters a header name cannot have, says so.
+func HeaderPart(name string) (KeyPart, error) {
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
+		return KeyPart{}, fmt.Errorf("%q is not a header name", name)
+	}
+	return KeyPart{header: name}, nil
+}
+
+// FieldPart returns the key part of the body field at path: a field name
+// or a dotted path into nested objects ("data.object.id"). The error, for
+// an empty path or an empty name in it, says so.
+func FieldPart(path string) (KeyPart, error) {
+	parts := strings.Split(path, ".")
+	for _, p := range parts {
+		if p == "" {
+			return KeyPart{}, fmt.Errorf("body field path %q has an empty name", path)
+		}
+	}
+	return KeyPart{field: parts}, nil
+}
+
+// String names the part: "the X-GitHub-Delivery header", "the body field
+// id".
+func (p KeyPart) String() string {
+	if p.header != "" {
+		return "the " + p.header + " header"
+	}
+	return "the body field " + strings.Join(p.field, ".")
+}
+
+// label names the part in the stored key, whatever the case of a header's
+// name.
+func (p KeyPart) label() string {
+	if p.header != "" {
+		return "header:" + strings.ToLower(p.header)
+	}
+	return "field:" + strings.Join(p.field, ".")
+}
+
+// NeedsBody reports whether one of parts is a body field.
+func NeedsBody(parts []KeyPart) bool {
+	for _, p := range parts {
+		if p.field != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// isDefault reports whether parts is the default: none, or the
+// Idempotency-Key header alone.
+func isDefault(parts []KeyPart) bool {
+	return len(parts) == 0 || len(parts) == 1 && strings.EqualFold(parts[0].header, HeaderIdempotencyKey)
+}
+
+// RequestKey is what a request's stored key is made of (FindKey).
+type RequestKey struct {
+	header string   // the Idempotency-Key header's value (the default); or
+	labels []string // the configured parts' names and values, alternately
+}
+
+// FindKey returns what a request's key is made of: by default (no parts,
+// or the Idempotency-Key header alone) the Idempotency-Key header's value
+// under the IETF draft's rules (KeyHeader); else the values of parts, in
+// order, each checked (a header: one value, 1 to MaxKeyLen visible ASCII
+// characters other than a comma; a body field: a non-empty string or a
+// number, of a JSON body). body is the request's body, read only if a part
+// is a body field. A missing source is an error wrapping ErrNoKey; an
+// unusable one wraps core.ErrInvalidKey.
+func FindKey(parts []KeyPart, headers map[string]string, multi map[string][]string, body []byte) (RequestKey, error) {
+	if isDefault(parts) {
+		value, present, err := KeyHeader(headers, multi)
+		switch {
+		case err != nil:
+			return RequestKey{}, err
+		case !present:
+			return RequestKey{}, fmt.Errorf("%w: no %s header", ErrNoKey, HeaderIdempotencyKey)
+		}
+		return RequestKey{header: value}, nil
+	}
+	labels := make([]string, 0, 2*len(parts))
+	for _, p := range parts {
+		v, err := p.value(headers, multi, body)
+		if err != nil {
+			return RequestKey{}, err
+		}
+		labels = append(labels, p.label(), v)
+	}
+	return RequestKey{labels: labels}, nil
+}
+
+// Stored returns the stored key, hashed with the caller identity (labelled
+// parts such as "sub=..."; none means anonymous): Key of the Idempotency-Key
+// header's value, or for configured parts their names and values hashed
+// apart from it, so that the key spaces of different sources never meet.
+// The error wraps core.ErrInvalidKey.
+func (k RequestKey) Stored(identity []string) (string, error) {
+	if k.labels == nil {
+		return Key(k.header, identity)
+	}
+	return core.DeriveKey(append([]string{"http-source", identityHash(identity)}, k.labels...)...)
+}
+
+// identityHash is the hash of the caller identity that scopes a key.
+func identityHash(identity []string) string {
+	who := "anonymous"
+	if len(identity) > 0 {
+		who = strings.Join(identity, "\n")
+	}
+	sum := sha256.Sum256([]byte(who))
+	return hex.EncodeToString(sum[:])
+}
+
+// value is p's value in a request.
+func (p KeyPart) value(headers map[string]string, multi map[string][]string, body []byte) (string, error) {
+	if p.field != nil {
+		v, err := jsonfield.Get("body", body, p.field)
+		switch {
+		case errors.Is(err, jsonfield.ErrAbsent):
+			return "", fmt.Errorf("%w: %v", ErrNoKey, err)
+		case err != nil:
+			return "", fmt.Errorf("%w: %v", core.ErrInvalidKey, err)
+		}
+		return v, nil
+	}
+	vals := headerValues(headers, multi, p.header)
+	switch {
+	case len(vals) == 0:
+		return "", fmt.Errorf("%w: no %s header", ErrNoKey, p.header)
+	case len(vals) > 1:
+		return "", fmt.Errorf("%w: %d %s headers, want one", core.ErrInvalidKey, len(vals), p.header)
+	}
+	if strings.EqualFold(p.header, HeaderIdempotencyKey) {
+		return checkKey(vals[0])
+	}
+	return vals[0], checkValue(p.header, vals[0])
+}
+
+// headerValues are the values of header name (any case) in a request's
+// headers: the multi-valued ones if they have it, else the single-valued.
+func headerValues(headers map[string]string, multi map[string][]string, name string) []string {
+	var vals []string
+	for k, vs := range multi {
+		if strings.EqualFold(k, name) {
+			vals = append(vals, vs...)
+		}
+	}
+	if len(vals) == 0 {
+		for k, v := range headers {
+			if strings.EqualFold(k, name) {
+				vals = append(vals, v)
+			}
+		}
+	}
+	return vals
+}
+
+// checkValue checks a configured header's value: 1 to MaxKeyLen visible
+// ASCII characters other than a comma (which joins repeated headers).
+func checkValue(name, v string) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("%w: empty %s header", core.ErrInvalidKey, name)
+	case len(v) > MaxKeyLen:
+		return fmt.Errorf("%w: %s header is %d characters, at most %d", core.ErrInvalidKey, name, len(v), MaxKeyLen)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] == ',' || v[i] < 0x21 || v[i] > 0x7e {
+			return fmt.Errorf("%w: %s header has byte %#02x at offset %d, want visible ASCII other than a comma", core.ErrInvalidKey, name, v[i], i)
+		}
+	}
+	return nil
+}
+
+// KeyAnswer is the answer to a request whose key FindKey refused with err:
+// 400 missing-idempotency-key or invalid-idempotency-key for the default
+// header, 400 missing-key-source or invalid-key-source for configured
+// parts, naming them.
+func KeyAnswer(parts []KeyPart, err error) Answer {
+	missing := errors.Is(err, ErrNoKey)
+	switch {
+	case isDefault(parts) && missing:
+		return NewAnswer(MissingKey, "", idem.MissingKey)
+	case isDefault(parts):
+		return NewAnswer(InvalidKey, err.Error(), idem.InvalidKey)
+	case missing:
+		names := make([]string, len(parts))
+		for i, p := range parts {
+			names[i] = p.String()
+		}
+		return NewAnswer(MissingKeySource, fmt.Sprintf("This endpoint takes its idempotency key from %s, which this request lacks (%v).", strings.Join(names, " and "), err), idem.MissingKey)
+	}
+	return NewAnswer(InvalidKeySource, err.Error(), idem.InvalidKey)
+}
