@@ -218,7 +218,9 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 		if old {
 			delete(item, s.names.AttemptsCarried)
 		}
-		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		// Unconditional, so it may retry, as putRaw does.
+		retry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }
+		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}, retry); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -203,6 +203,11 @@ func awsDeps(ctx context.Context, cfg Config, function string) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
+	// A table keyed otherwise than the store expects stops the function at
+	// its initialisation (Runtime.InitError), before it takes any event.
+	if err := store.CheckTable(ctx); err != nil {
+		return Deps{}, err
+	}
 	tables := DynamoTables{Client: db, OrdersTable: cfg.OrdersTable, LedgerTable: cfg.LedgerTable, AuditTable: cfg.AuditTable}
 	d := Deps{
 		Store: store, Orders: tables, Ledger: tables, Audit: tables, Logger: NewLogger(function), Observer: metrics,
