@@ -54,7 +54,7 @@ func TestConditionsMatchCore(t *testing.T) {
 			if _, err := CreateTable(ctx, client, table, opts...); err != nil {
 				t.Fatal(err)
 			}
-			defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+			defer func() { _, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) }()
 			s, err := New(client, table, opts...)
 			if err != nil {
 				t.Fatal(err)

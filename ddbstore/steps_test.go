@@ -38,7 +38,7 @@ func stepStore(t *testing.T, opts ...Option) *Store {
 	if _, err := CreateTable(ctx, client, table, opts...); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	t.Cleanup(func() { _, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
 	s, err := New(client, table, opts...)
 	if err != nil {
 		t.Fatal(err)
