@@ -49,6 +49,9 @@ SAM_ENV       := AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_SESSION_T
                  AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 # Invocations for the benchmark (passed to cmd/bench as BENCH_N).
 BENCH_N ?= 2000
+# Where make bench and make bench-peers write their SVG charts (docs/benchmarks.md shows a run's;
+# copy them to docs/bench/ to publish another run).
+BENCH_SVG ?= $(CACHE)/bench-svg
 # bench-peers: events per scenario and mode, and runs of each library. Powertools for AWS
 # Lambda (TypeScript) idempotency is installed in PEERS_DIR (its own package.json and lock).
 BENCH_PEERS_N    ?= 200
@@ -211,23 +214,24 @@ demo: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION)
 	$(GO) build -o $(CACHE)/demo ./cmd/demo
 	$(CACHE)/demo
 
-# bench: run the benchmark with BENCH_N invocations.
+# bench: run the benchmark with BENCH_N invocations; the report in .cache/bench.json and .md,
+# the charts in BENCH_SVG.
 bench: deps
-	BENCH_N=$(BENCH_N) $(GO) run ./cmd/bench -json $(CACHE)/bench.json -md $(CACHE)/bench.md
+	BENCH_N=$(BENCH_N) $(GO) run ./cmd/bench -json $(CACHE)/bench.json -md $(CACHE)/bench.md -svg $(BENCH_SVG)
 
 # bench-smoke: the benchmark with a small N, to check that it still works (part of test); it
 # fails when a scenario's capacity units are missing or inconsistent (cmd/bench checkCapacity).
 bench-smoke: deps
 	$(GO) run ./cmd/bench -n 50 -runs 1 -warmup 20 -coldstarts 2 -sqs-reps 2 -race-trials 2 -cap-events 1 -storm 200 \
-		-json $(CACHE)/bench-smoke.json > $(CACHE)/bench-smoke.txt
-	@echo "bench smoke: ok ($$(wc -c < $(CACHE)/bench-smoke.json) bytes of JSON)"
+		-json $(CACHE)/bench-smoke.json -svg $(CACHE)/bench-smoke-svg > $(CACHE)/bench-smoke.txt
+	@echo "bench smoke: ok ($$(wc -c < $(CACHE)/bench-smoke.json) bytes of JSON, $$(ls $(CACHE)/bench-smoke-svg | wc -l) charts)"
 
 # bench-peers: idem and Powertools for AWS Lambda (TypeScript) idempotency, side by side on one
 # dynalite (docs/benchmarks.md); not part of test. Needs node and npm.
 bench-peers: $(STAMPS)/go-mod node_modules/.idem-stamp $(PEERS_DIR)/node_modules/.idem-stamp
 	@command -v node >/dev/null || { echo "bench-peers needs node (Node.js 20 or later) on PATH" >&2; exit 1; }
 	$(GO) run ./cmd/bench peers -n $(BENCH_PEERS_N) -runs $(BENCH_PEERS_RUNS) \
-		-json $(CACHE)/bench-peers.json -md $(CACHE)/bench-peers.md
+		-json $(CACHE)/bench-peers.json -md $(CACHE)/bench-peers.md -svg $(BENCH_SVG)
 
 $(PEERS_DIR)/node_modules/.idem-stamp: $(PEERS_DIR)/package.json $(PEERS_DIR)/package-lock.json
 	@command -v $(NPM) >/dev/null || { echo "bench-peers needs $(NPM) (Node.js 20 or later) on PATH" >&2; exit 1; }
