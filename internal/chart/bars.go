@@ -20,21 +20,17 @@ func (c Bars) SVG() []byte {
 			values = append(values, c.extent(b, stacked))
 		}
 	}
-	l := newLayout(c.Title, c.Subtitle, legend, r)
-	var s svg
-	s.open(l.width, l.height, l.head)
-	a := newAxis(values, c.Log, l.plotLeft, l.plotRight)
-	a.draw(&s, l.top, l.bottom, c.Unit)
+	s, l, a := begin(c.Title, c.Subtitle, c.Unit, legend, r, values, c.Log)
 	for gi, g := range c.Groups {
 		var labels []string
 		for bi, b := range g.Bars {
 			labels = append(labels, b.Label)
-			end := c.bar(&s, a, l.rowY[gi][bi], bi, b, g.Label, stacked)
+			end := c.bar(s, a, l.rowY[gi][bi], bi, b, g.Label, stacked)
 			if note := c.note(b, stacked); note != "" {
-				l.note(&s, end, l.rowY[gi][bi], note)
+				l.note(s, end, l.rowY[gi][bi], note)
 			}
 		}
-		l.labels(&s, gi, g.Label, labels)
+		l.labels(s, gi, g.Label, labels)
 	}
 	return s.close()
 }

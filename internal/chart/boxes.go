@@ -20,11 +20,7 @@ func (c Boxes) SVG() []byte {
 	if len(c.Series) > 1 {
 		r.rowLabels = c.Series
 	}
-	l := newLayout(c.Title, c.Subtitle, c.Series, r)
-	var s svg
-	s.open(l.width, l.height, l.head)
-	a := newAxis(values, c.Log, l.plotLeft, l.plotRight)
-	a.draw(&s, l.top, l.bottom, c.Unit)
+	s, l, a := begin(c.Title, c.Subtitle, c.Unit, c.Series, r, values, c.Log)
 	for gi, g := range c.Groups {
 		var labels []string
 		for bi, b := range g.Boxes {
@@ -32,10 +28,10 @@ func (c Boxes) SVG() []byte {
 				labels = append(labels, c.Series[bi])
 			}
 			y := l.rowY[gi][bi]
-			end, note := c.box(&s, a, y, bi, b, g.Label)
-			l.note(&s, end, y, note)
+			end, note := c.box(s, a, y, bi, b, g.Label)
+			l.note(s, end, y, note)
 		}
-		l.labels(&s, gi, g.Label, labels)
+		l.labels(s, gi, g.Label, labels)
 	}
 	if c.Ref != nil && drawable(c.Ref.Value, c.Log) {
 		x := a.x(c.Ref.Value)

@@ -51,6 +51,17 @@ func newLayout(title, subtitle string, legend []string, r rows) layout {
 	return l
 }
 
+// begin lays a chart out, writes its head and its axis over values, and
+// returns the document, the layout and the axis to draw the rows on.
+func begin(title, subtitle, unit string, legend []string, r rows, values []float64, log bool) (*svg, layout, axis) {
+	l := newLayout(title, subtitle, legend, r)
+	s := &svg{}
+	s.open(l.width, l.height, l.head)
+	a := newAxis(values, log, l.plotLeft, l.plotRight)
+	a.draw(s, l.top, l.bottom, unit)
+	return s, l, a
+}
+
 func longest(labels []string) int {
 	n := 0
 	for _, s := range labels {
