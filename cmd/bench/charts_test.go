@@ -166,3 +166,33 @@ func sortedStrings(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// TestDocsShowTheCharts: docs/benchmarks.md shows every chart bench and
+// bench peers draw, from docs/bench/, where each is a well-formed drawing
+// of the committed report beside it.
+func TestDocsShowTheCharts(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := map[string][]byte{}
+	for _, report := range []string{"bench.json", "bench-peers.json"} {
+		for name, svg := range chartsOfFile(t, filepath.Join("..", "..", "docs", "bench", report)) {
+			drawn[name] = svg
+		}
+	}
+	for _, name := range []string{chartLatency, chartCalls, chartUnits, chartCapabilities, chartCPU,
+		chartPeerLatency, chartPeerCalls, chartPeerCPU, chartPeerUnits} {
+		if !strings.Contains(string(doc), "](bench/"+name+")") {
+			t.Errorf("docs/benchmarks.md does not show bench/%s", name)
+		}
+		committed, err := os.ReadFile(filepath.Join("..", "..", "docs", "bench", name))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !bytes.Equal(committed, drawn[name]) {
+			t.Errorf("docs/bench/%s is not the drawing of the report beside it (go run ./cmd/bench charts -json docs/bench/REPORT -svg docs/bench)", name)
+		}
+	}
+}
