@@ -39,7 +39,7 @@ func stepStore(t *testing.T, opts ...Option) *Store {
 	if _, err := CreateTable(ctx, setup, table, opts...); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	t.Cleanup(func() { _, _ = setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
 	s, err := New(client, table, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,7 @@ func outcome(out idem.Outcome, _ error) string {
 type measured struct {
 	Wall        time.Duration
 	P50, P99    time.Duration
+	Latency     quantiles // of the calls, in milliseconds
 	EventsPerS  float64
 	ClientCPU   time.Duration // per event
 	DynaliteCPU time.Duration // per event
@@ -173,6 +174,7 @@ func (b *bench) drive(evs []event, conc int, fn call, executions *atomic.Int64) 
 		Wall:        s1.t.Sub(s0.t),
 		P50:         percentile(lat, 0.50),
 		P99:         percentile(lat, 0.99),
+		Latency:     latencyQuantiles(lat),
 		ClientCPU:   (s1.cpu - s0.cpu) / n,
 		DynaliteCPU: (s1.dyna - s0.dyna) / n,
 		ProxyCPU:    (s1.proxy - s0.proxy) / n,

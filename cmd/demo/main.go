@@ -97,8 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mux.HandleFunc("POST "+fixPath, st.fixConsumer)
 	mux.HandleFunc("/", st.serveAPI)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	// Serve returns when srv is closed; a failed listener shows as the script's failed requests.
+	go func() { _ = srv.Serve(ln) }()
+	defer func() { _ = srv.Close() }() // after Shutdown, or on an error already returned
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "idem demo: orders API on %s (DynamoDB store on dynalite, SQS on moto)\n\n", base)
 
@@ -128,7 +129,7 @@ func (st *stack) serve(ctx context.Context, srv *http.Server, base string) error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		live.Run(ctx)
+		_ = live.Run(ctx) // nil when ctx is done; its poll errors go to st.printBatch
 	}()
 	<-ctx.Done()
 	<-done

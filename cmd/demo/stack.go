@@ -134,7 +134,7 @@ func (st *stack) startServers(ctx context.Context) error {
 	if dynErr != nil || motoErr != nil || buildErr != nil {
 		for _, s := range []*devserver.Server{dyn, moto} {
 			if s != nil {
-				s.Stop()
+				_ = s.Stop() // the start-up error below is the one to report
 			}
 		}
 	} else {
@@ -178,7 +178,10 @@ func buildIdem(ctx context.Context, root, dir string) (string, error) {
 func (st *stack) stop() {
 	for i := len(st.servers) - 1; i >= 0; i-- {
 		s := st.servers[i]
-		s.Stop()
+		if err := s.Stop(); err != nil {
+			fmt.Fprintf(st.out, "stopped %s (pid %d): %v\n", s.Name, s.PID, err)
+			continue
+		}
 		fmt.Fprintf(st.out, "stopped %s (pid %d)\n", s.Name, s.PID)
 	}
 	st.servers = nil

@@ -228,7 +228,9 @@ func TestLogBufferKeepsNewest(t *testing.T) {
 	t.Parallel()
 	b := newLogBuffer(100)
 	for i := range 50 {
-		b.Write([]byte(strconv.Itoa(i) + "\n"))
+		if _, err := b.Write([]byte(strconv.Itoa(i) + "\n")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := b.String()
 	if !strings.HasSuffix(s, "48\n49\n") {

@@ -28,18 +28,18 @@ type PeekAPI interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
-// Peek receives up to max (1 to MaxPeek) messages of the queue at url with
+// Peek receives up to n (1 to MaxPeek) messages of the queue at url with
 // every attribute and leaves them visible, as `aws sqs receive-message
 // --visibility-timeout 0` does: the SDK does not send a zero
 // VisibilityTimeout, so each message is made visible again with
 // ChangeMessageVisibility. Each receive counts in the messages'
 // ApproximateReceiveCount, as on SQS.
-func Peek(ctx context.Context, client PeekAPI, url string, max int) ([]types.Message, error) {
-	if max < 1 || max > MaxPeek {
-		return nil, fmt.Errorf("dlq: peek at most 1 to %d messages, not %d", MaxPeek, max)
+func Peek(ctx context.Context, client PeekAPI, url string, n int) ([]types.Message, error) {
+	if n < 1 || n > MaxPeek {
+		return nil, fmt.Errorf("dlq: peek at most 1 to %d messages, not %d", MaxPeek, n)
 	}
 	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(url), MaxNumberOfMessages: int32(max), WaitTimeSeconds: waitSeconds,
+		QueueUrl: aws.String(url), MaxNumberOfMessages: int32(n), WaitTimeSeconds: waitSeconds,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
 	})

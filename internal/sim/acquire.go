@@ -33,7 +33,7 @@ type acquired struct {
 }
 
 func (a acquiringStore) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
-	got, err := faultWrite(a.faultStore, ctx, "acquire", func(ictx context.Context) (acquired, error) {
+	got, err := faultWrite(ctx, a.faultStore, "acquire", func(ictx context.Context) (acquired, error) {
 		r, prev, err := a.acq.Acquire(ictx, rec, now, p)
 		return acquired{r, prev}, err
 	}, func(t *task, got acquired, err error) { a.s.afterAcquire(t, rec, got.rec, now, p, err) })

@@ -142,7 +142,7 @@ func prevString(prev *core.Record) string {
 
 // checkRefusedReserve checks a refusal: a conflict must report the stored
 // record, and an identical retry of an applied reservation must succeed.
-func (s *simulation) checkRefusedReserve(t *task, ks *keyState, rec core.Record, err error) {
+func (s *simulation) checkRefusedReserve(_ *task, ks *keyState, rec core.Record, err error) {
 	identical := ks.has && ks.cur.Status == core.StatusInProgress && ks.cur.LeaseToken == rec.LeaseToken && ks.cur.Attempts == rec.Attempts
 	if identical {
 		s.violate(StoreContract, ks, "the store refused the identical retry of applied reservation %s: %v", rec, err)
@@ -239,9 +239,9 @@ func (s *simulation) startTry(t *task) *try {
 	ks.open = append(ks.open, tr)
 	t.try = tr
 	ks.lifeTries++
-	if max := ks.sv.maxAttempts(); ks.lifeTries > max {
+	if maxTries := ks.sv.maxAttempts(); ks.lifeTries > maxTries {
 		s.violate(Attempts, ks, "try %d of delivery %d is execution %d of the key in this record lifetime (begun at %s); max attempts is %d; store holds %s",
-			tr.id, t.d.id, ks.lifeTries, s.fmtRel(ks.lifeStart), max, s.curString(ks))
+			tr.id, t.d.id, ks.lifeTries, s.fmtRel(ks.lifeStart), maxTries, s.curString(ks))
 	}
 	s.hist(ks, t, hTryStart, core.Record{}, nil)
 	return tr

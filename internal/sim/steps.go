@@ -21,7 +21,7 @@ func (f *faultStore) RecordStep(ctx context.Context, key, token string, step cor
 	if !ok {
 		return idem.ErrStepsUnsupported
 	}
-	_, err := faultWrite(f, ctx, "step", func(ictx context.Context) (struct{}, error) {
+	_, err := faultWrite(ctx, f, "step", func(ictx context.Context) (struct{}, error) {
 		return struct{}{}, sr.RecordStep(ictx, key, token, step, now)
 	}, func(t *task, _ struct{}, err error) { f.s.afterStep(t, token, step, err) })
 	return err

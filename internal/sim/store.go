@@ -97,7 +97,7 @@ func innerCtx() (context.Context, context.CancelFunc) {
 // faults of a write: it may be throttled or time out before it is sent, or
 // lose its answer after the inner store applied it. after updates the
 // shadow model with the inner store's answer, whatever the caller gets.
-func faultWrite[T any](f *faultStore, ctx context.Context, op string, inner func(context.Context) (T, error), after func(t *task, v T, err error)) (T, error) {
+func faultWrite[T any](ctx context.Context, f *faultStore, op string, inner func(context.Context) (T, error), after func(t *task, v T, err error)) (T, error) {
 	var zero T
 	t := taskOf(ctx)
 	t.yield(f.s.latency())
@@ -133,14 +133,14 @@ func refused(err error) bool {
 }
 
 func (f *faultStore) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
-	_, err := faultWrite(f, ctx, "reserve", func(ictx context.Context) (struct{}, error) {
+	_, err := faultWrite(ctx, f, "reserve", func(ictx context.Context) (struct{}, error) {
 		return struct{}{}, f.inner.Reserve(ictx, rec, prev, now)
 	}, func(t *task, _ struct{}, err error) { f.s.afterReserve(t, rec, prev, now, err) })
 	return err
 }
 
 func (f *faultStore) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
-	return faultWrite(f, ctx, "complete", func(ictx context.Context) (core.Record, error) {
+	return faultWrite(ctx, f, "complete", func(ictx context.Context) (core.Record, error) {
 		return f.inner.Complete(ictx, rec)
 	}, func(t *task, _ core.Record, err error) { f.s.afterComplete(t, rec, err) })
 }

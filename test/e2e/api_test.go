@@ -108,7 +108,11 @@ func TestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := make(chan events.APIGatewayV2HTTPResponse, 1)
+	type answer struct {
+		resp events.APIGatewayV2HTTPResponse
+		err  error
+	}
+	slow := make(chan answer, 1)
 	holdFile, release := hold(t)
 	go func() {
 		_, out, err := a.Invoke(context.Background(), mustJSON(t, apiEvent(slowKey, orderBody, map[string]string{"x-test-hold-file": holdFile})))
@@ -116,7 +120,7 @@ func TestAPI(t *testing.T) {
 		if err == nil {
 			err = json.Unmarshal(out, &resp)
 		}
-		slow <- resp
+		slow <- answer{resp, err}
 	}()
 	held := s.waitInProgress(key)
 	conflict := s.http(b, apiEvent(slowKey, orderBody, nil))
@@ -125,9 +129,10 @@ func TestAPI(t *testing.T) {
 		t.Errorf("Retry-After = %q, want whole seconds until the lease end (%v)", conflict.Headers["Retry-After"], held.LeaseUntil)
 	}
 	release()
-	done := <-slow
-	if done.StatusCode != 201 {
-		t.Fatalf("slow request: %d %s", done.StatusCode, done.Body)
+	slowAnswer := <-slow
+	done := slowAnswer.resp
+	if slowAnswer.err != nil || done.StatusCode != 201 {
+		t.Fatalf("slow request: %d %s (%v)", done.StatusCode, done.Body, slowAnswer.err)
 	}
 	id3 := orderID(t, done)
 	after := s.http(b, apiEvent(slowKey, orderBody, nil))
