@@ -55,10 +55,7 @@ func TestConditionsMatchCore(t *testing.T) {
 			if _, err := CreateTable(ctx, setup, table, opts...); err != nil {
 				t.Fatal(err)
 			}
-<<<<<<< HEAD
-=======
 			defer func() { _, _ = setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) }()
->>>>>>> h/release
 			s, err := New(client, table, opts...)
 			if err != nil {
 				t.Fatal(err)
