@@ -132,6 +132,11 @@ type Service struct {
 	// Steps makes every handler try run two steps (idem.Step): one at its
 	// start, one at its end; the store must implement idem.StepRecorder.
 	Steps bool
+	// InProgressMemory is the size of each sandbox runner's memory of keys
+	// in progress (idem.WithInProgressMemory): 0 keeps the runner's
+	// default, a negative size turns the memory off. Options, if they set
+	// it too, win.
+	InProgressMemory int
 }
 
 func (sv *Service) maxAttempts() int {
