@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -271,36 +272,90 @@ func TestInProgressMemoryRespectsWaits(t *testing.T) {
 
 // TestInProgressMemoryKnowsItsOwnKey: while a call of the runner executes a
 // key, duplicates in the same runner are answered in progress with its
-// lease end and no store call; once it has recorded its outcome, the next
-// duplicate reads the store (a replay), with no recheck to wait for.
+// lease end (the last renewal's, with WithLeaseRenewal) and no store call,
+// whatever the handler does (stage writes, record steps); once it has
+// recorded its outcome, the next duplicate reads the store, or the cache,
+// and replays it, with no recheck to wait for.
 func TestInProgressMemoryKnowsItsOwnKey(t *testing.T) {
-	clock := fakeclock.New(t0)
-	s := &callStore{Store: memstore.New()}
-	r, err := idem.New(s, idem.WithClock(clock.Now), idem.WithLogger(discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := (&fixture{clock: clock}).ctx(t, 30*time.Second)
-	key, payload := "evt:own:notify", []byte(`{"id":"own"}`)
-	var inner idem.Outcome
-	var innerErr error
-	var innerWrites int64
-	out, err := r.Do(ctx, key, payload, func(context.Context) ([]byte, error) {
-		before := s.writes.Load()
-		inner, innerErr = r.Do(context.Background(), key, payload, func(context.Context) ([]byte, error) { return nil, errors.New("ran twice") })
-		innerWrites = s.writes.Load() - before
-		return []byte(`"own"`), nil
-	})
-	if err != nil || out.Verdict != idem.Executed {
-		t.Fatalf("holder = %s, %v; want executed", out.Verdict, err)
-	}
-	wantInProgress(t, "a duplicate while the holder runs", inner, innerErr, t0.Add(30*time.Second+idem.DefaultLeaseMargin))
-	if innerWrites != 0 || !inner.Cached {
-		t.Fatalf("a duplicate while the holder runs made %d store writes (cached %v), want 0", innerWrites, inner.Cached)
-	}
-	out, err = r.Do(ctx, key, payload, func(context.Context) ([]byte, error) { return nil, errors.New("ran twice") })
-	if err != nil || out.Verdict != idem.Replayed || string(out.Result) != `"own"` {
-		t.Fatalf("a duplicate after the holder = %s %q, %v; want its success replayed", out.Verdict, out.Result, err)
+	const every = 10 * time.Second
+	lease := t0.Add(30*time.Second + idem.DefaultLeaseMargin)
+	for _, tc := range []struct {
+		name string
+		opts func(clock *fakeclock.Clock) []idem.Option
+		// during runs in the handler before the duplicate.
+		during func(ctx context.Context, clock *fakeclock.Clock) error
+		// retryAt is the lease end the duplicate gets; cached, that the
+		// duplicate after the holder is answered from the cache.
+		retryAt time.Time
+		cached  bool
+		// deadline is the holder's (default 30 s).
+		deadline time.Duration
+	}{
+		{name: "plain", retryAt: lease},
+		{name: "cache", opts: func(*fakeclock.Clock) []idem.Option { return []idem.Option{idem.WithCache(8)} }, retryAt: lease, cached: true},
+		{name: "staged writes", retryAt: lease, during: func(ctx context.Context, _ *fakeclock.Clock) error {
+			return memstore.Stage(ctx, memstore.Write{Apply: func() {}})
+		}},
+		{name: "steps", retryAt: lease, during: func(ctx context.Context, _ *fakeclock.Clock) error {
+			_, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { return []byte(`1`), nil })
+			return err
+		}},
+		{name: "lease renewal", retryAt: t0.Add(3*every + 2*every + idem.DefaultLeaseMargin), deadline: time.Hour,
+			opts: func(clock *fakeclock.Clock) []idem.Option {
+				return []idem.Option{idem.WithLeaseRenewal(every), idem.WithSleep(clock.Block)}
+			},
+			during: func(ctx context.Context, clock *fakeclock.Clock) error {
+				for range 3 { // three renewals: the first lease ended long ago
+					if err := clock.WaitBlocked(ctx, 1); err != nil {
+						return err
+					}
+					clock.Advance(every)
+				}
+				return clock.WaitBlocked(ctx, 1)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := fakeclock.New(t0)
+			s := &callStore{Store: memstore.New()}
+			opts := []idem.Option{idem.WithClock(clock.Now), idem.WithLogger(discard)}
+			if tc.opts != nil {
+				opts = append(opts, tc.opts(clock)...)
+			}
+			r, err := idem.New(s, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := (&fixture{clock: clock}).ctx(t, cmp.Or(tc.deadline, 30*time.Second))
+			key, payload := "evt:own:notify", []byte(`{"id":"own"}`)
+			never := func(context.Context) ([]byte, error) { return nil, errors.New("ran twice") }
+			var inner idem.Outcome
+			var innerErr error
+			var innerWrites int64
+			out, err := r.Do(ctx, key, payload, func(hctx context.Context) ([]byte, error) {
+				if tc.during != nil {
+					if err := tc.during(hctx, clock); err != nil {
+						return nil, err
+					}
+				}
+				before := s.writes.Load()
+				inner, innerErr = r.Do(context.Background(), key, payload, never)
+				innerWrites = s.writes.Load() - before
+				return []byte(`"own"`), nil
+			})
+			if err != nil || out.Verdict != idem.Executed {
+				t.Fatalf("holder = %s, %v; want executed", out.Verdict, err)
+			}
+			wantInProgress(t, "a duplicate while the holder runs", inner, innerErr, tc.retryAt)
+			if innerWrites != 0 || !inner.Cached {
+				t.Fatalf("a duplicate while the holder runs made %d store writes (cached %v), want 0", innerWrites, inner.Cached)
+			}
+			before := s.writes.Load()
+			out, err = r.Do(ctx, key, payload, never)
+			if err != nil || out.Verdict != idem.Replayed || string(out.Result) != `"own"` || out.Cached != tc.cached || (s.writes.Load() == before) != tc.cached {
+				t.Fatalf("a duplicate after the holder = %s %q cached %v, %v, %d store writes; want its success replayed (from the cache: %v)",
+					out.Verdict, out.Result, out.Cached, err, s.writes.Load()-before, tc.cached)
+			}
+		})
 	}
 }
 
