@@ -62,6 +62,8 @@ type config struct {
 	logger          *slog.Logger
 	cacheSize       int
 	cacheTTL        time.Duration
+	progressSize    int
+	progressRecheck time.Duration
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
 	selection       core.Selection

@@ -132,6 +132,11 @@ type Service struct {
 	// Steps makes every handler try run two steps (idem.Step): one at its
 	// start, one at its end; the store must implement idem.StepRecorder.
 	Steps bool
+	// InProgressMemory is the size of each sandbox runner's memory of keys
+	// in progress (idem.WithInProgressMemory): 0 keeps the runner's
+	// default, a negative size turns the memory off. Options, if they set
+	// it too, win.
+	InProgressMemory int
 }
 
 func (sv *Service) maxAttempts() int {
@@ -202,13 +207,15 @@ func ShortRetention() Service {
 }
 
 // NoDeadlineRetries runs without deadlines (the 15-minute default lease)
-// with in-process retries, and handlers of up to 14 minutes.
+// with in-process retries, handlers of up to 14 minutes, and no memory of
+// keys in progress.
 func NoDeadlineRetries() Service {
 	return keyTraffic(Service{
-		Name:       "no-deadline",
-		Options:    []idem.Option{idem.WithRetry(3, 100*time.Millisecond, 2*time.Second)},
-		Deadlines:  []DeadlineMode{{Kind: NoDeadline}},
-		HandlerMin: 10 * time.Second, HandlerMax: 14 * time.Minute,
+		Name:             "no-deadline",
+		InProgressMemory: -1,
+		Options:          []idem.Option{idem.WithRetry(3, 100*time.Millisecond, 2*time.Second)},
+		Deadlines:        []DeadlineMode{{Kind: NoDeadline}},
+		HandlerMin:       10 * time.Second, HandlerMax: 14 * time.Minute,
 		Success: 0.4, Transient: 0.55, Permanent: 0.05,
 		RedeliverMin: time.Minute, RedeliverMax: 20 * time.Minute,
 	}, 30*time.Second)
@@ -244,11 +251,13 @@ func TinyTimeouts() Service {
 }
 
 // HTTPService is a service behind HTTP: request timeouts of 1 to 30 s that
-// cancel the context, callers that hang up, a result cache.
+// cancel the context, callers that hang up, a result cache, and a memory
+// of keys in progress small enough to forget keys, rechecked every 250 ms.
 func HTTPService() Service {
 	return keyTraffic(Service{
-		Name:    "http",
-		Options: []idem.Option{idem.WithCache(64)},
+		Name: "http",
+		Options: []idem.Option{idem.WithCache(64), idem.WithInProgressMemory(4),
+			idem.WithInProgressRecheck(250 * time.Millisecond)},
 		Deadlines: []DeadlineMode{
 			{Kind: Cancel, Min: time.Second, Max: 30 * time.Second},
 			{Kind: NoDeadline},

@@ -179,7 +179,11 @@ func (s *simulation) addService(sv *service) error {
 func runnerOptions(sv *service, sb *sandbox) []idem.Option {
 	// An in-process retry starts only if the longest simulated try still
 	// fits before min(deadline, lease end - margin).
-	opts := append([]idem.Option{idem.WithRetryReserve(sv.HandlerMax)}, sv.Options...)
+	opts := []idem.Option{idem.WithRetryReserve(sv.HandlerMax)}
+	if sv.InProgressMemory != 0 {
+		opts = append(opts, idem.WithInProgressMemory(max(sv.InProgressMemory, 0)))
+	}
+	opts = append(opts, sv.Options...)
 	return append(opts, idem.WithClock(sb.clock), idem.WithSleep(sb.sleep),
 		idem.WithRand(sb.s.rng.Float64), idem.WithTokens(sb.token))
 }
