@@ -539,7 +539,7 @@ func TestLoggedVerdictsAreTheVocabulary(t *testing.T) {
 		msgs []events.SQSMessage
 	}{
 		{time.Minute, []events.SQSMessage{sqsMsg("m-p", body("p", "panic")), sqsMsg("m-k", `{"id":"k"}`), sqsMsg("m-ok", body("ok", "ok"))}},
-		{time.Minute, []events.SQSMessage{sqsMsg("m-ok2", body("ok", "ok")), sqsMsg("m-x", body("x", "fail"))}},
+		{time.Minute, []events.SQSMessage{sqsMsg("m-ok2", body("ok", "ok")), sqsMsg("m-x", body("x", "permanent"))}},
 		{time.Second, []events.SQSMessage{sqsMsg("m-t", body("t", "ok"))}},
 		{time.Minute, []events.SQSMessage{fifoMsg("f1", "g", body("f1", "transient")), fifoMsg("f2", "g", body("f2", "ok"))}},
 	} {
@@ -560,7 +560,7 @@ func TestLoggedVerdictsAreTheVocabulary(t *testing.T) {
 		}
 		seen[v] = true
 	}
-	for _, want := range []string{"panicked", "missing_key", "not_started", "blocked", "failed_transiently", "executed", "replayed"} {
+	for _, want := range []string{"panicked", "missing_key", "not_started", "blocked", "failed_transiently", "failed_permanently", "executed", "replayed"} {
 		if !seen[want] {
 			t.Errorf("no record logged the verdict %s; logged %v:\n%s", want, seen, out.String())
 		}
