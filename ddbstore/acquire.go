@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
+	"math"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -86,7 +84,8 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	}
 	out, err := api.UpdateItem(ctx, s.acquireInput(rec, now, p), s.calls.fns...)
 	if err == nil {
-		return s.acquired(rec, out.Attributes, now)
+		s.span.learn(rec.ExpiresAt, now)
+		return s.acquired(ctx, rec, out.Attributes, now)
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
@@ -102,7 +101,7 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 		}
 		return core.Record{}, nil, t.err
 	}
-	existing, found, err := s.blockingFor(ctx, "acquire", ccf, rec.Key, replayOf(rec, now))
+	existing, found, err := s.blockingFor(ctx, "acquire", ccf, rec.Key, acquireLoads(rec, now, p))
 	if err != nil {
 		return core.Record{}, nil, err
 	}
@@ -135,15 +134,33 @@ func (s *Store) checkReservation(op string, rec *core.Record) error {
 	}
 	*rec = normalize(*rec)
 	rec.Result, rec.ResultOmitted = nil, false
-	if size := ItemSize(s.encode(*rec, nil, "")); size > s.maxItem {
+	bare := *rec
+	bare.Steps = nil
+	if size := ItemSize(s.encode(bare, nil, "")); size > s.maxItem {
 		return s.fail(op, ErrItemTooLarge, "record is %d bytes, at most %d", size, s.maxItem)
 	}
 	return nil
 }
 
+// acquireLoads selects the blocking records of an acquisition of rec at now
+// under p whose result or steps kept outside the item are read: those a
+// duplicate replays (replayOf), the caller's own reservation (an earlier
+// try's), and those the condition left to a second write that carries
+// their steps (core.Acquirable and core.Resumable). A record that blocks
+// the acquisition is answered without its steps.
+func acquireLoads(rec core.Record, now time.Time, p core.Policy) loadFunc {
+	replay := replayOf(rec, now)
+	return func(stored core.Record) bool {
+		return replay(stored) && stored.Status == core.StatusSucceeded || core.Acquired(stored, rec) ||
+			core.Resumable(&stored, rec.Fingerprint, now) && core.Acquirable(&stored, rec.Fingerprint, now, p)
+	}
+}
+
 // acquired returns the record an UpdateItem wrote over old (the item
-// before it, empty if there was none) and the live record it replaced.
-func (s *Store) acquired(rec core.Record, old map[string]types.AttributeValue, now time.Time) (core.Record, *core.Record, error) {
+// before it, empty if there was none) and the live record it replaced. The
+// steps the record carries over from old (core.Resumable) are read where
+// old keeps them in step items.
+func (s *Store) acquired(ctx context.Context, rec core.Record, old map[string]types.AttributeValue, now time.Time) (core.Record, *core.Record, error) {
 	if len(old) == 0 {
 		return core.Acquire(rec, nil, now), nil, nil
 	}
@@ -151,6 +168,11 @@ func (s *Store) acquired(rec core.Record, old map[string]types.AttributeValue, n
 	if err != nil {
 		// The write was made; only the record it replaced is unreadable.
 		return core.Record{}, nil, core.MarkPermanent(&Error{Op: "acquire", Table: s.table, Err: err})
+	}
+	if s.hasStepRefs(old) && core.Resumable(&prev, rec.Fingerprint, now) {
+		if err := s.resolveSteps(ctx, "acquire", old, &prev, nil); err != nil {
+			return core.Record{}, nil, err
+		}
 	}
 	rec = core.Acquire(rec, &prev, now)
 	if prev.Expired(now) {
@@ -217,7 +239,7 @@ func (s *Store) ownAcquisition(ctx context.Context, rec core.Record) (core.Recor
 	if ctx.Err() != nil {
 		return core.Record{}, false
 	}
-	stored, found, err := s.read(ctx, "acquire", rec.Key)
+	stored, found, err := s.readFor(ctx, "acquire", rec.Key, func(stored core.Record) bool { return core.Acquired(stored, rec) })
 	return stored, err == nil && found && core.Acquired(stored, rec)
 }
 
@@ -225,10 +247,18 @@ func (s *Store) ownAcquisition(ctx context.Context, rec core.Record) (core.Recor
 // Acquire), over the placeholders of recordPlaceholders: a flat
 // disjunction of conjunctions, which servers that parse expressions
 // naively (dynalite) evaluate far faster than nested ones.
+// The branches that continue a live record also keep its end of retention
+// at or before that of its step items (untilClause).
 const acquireCondition = "attribute_not_exists(#k)" +
 	" OR (#exp <= :now_s AND #st <> :in_progress AND attribute_not_exists(#carried) AND attribute_not_exists(#steps))" +
-	" OR (#st = :in_progress AND #lease <= :now_ms AND #exp > :now_s AND #fp = :want_fp AND #carried < :max)" +
-	" OR (#st = :failed AND #retry = :true AND #exp > :now_s AND #fp = :want_fp AND #carried < :max)"
+	" OR (#st = :in_progress AND #lease <= :now_ms AND #exp > :now_s AND #fp = :want_fp AND #carried < :max" + acquireUntil +
+	" OR (#st = :failed AND #retry = :true AND #exp > :now_s AND #fp = :want_fp AND #carried < :max" + acquireUntil
+
+// acquireUntil ends a continuing branch of acquireCondition: untilClause,
+// with :new_exp the new record's end of retention (the largest number for
+// one that never ends, so that only a record without step items that end
+// is continued).
+const acquireUntil = " AND (attribute_not_exists(#until) OR #until >= :new_exp))"
 
 // acquireCount is the attempt an acquisition writes: one more than the
 // count carried, or 1 where the item carries none.
@@ -264,21 +294,12 @@ func (s *Store) acquireInput(rec core.Record, now time.Time, p core.Policy) *dyn
 		":zero":        num(0), ":one": num(1),
 	}
 	set := []string{"#att = " + acquireCount, "#carried = " + acquireCount}
-	var remove []string
-	for _, ph := range slices.Sorted(maps.Keys(names)) {
-		switch v := item[names[ph]]; {
-		case ph == "#k" || ph == "#att" || ph == "#carried":
-		case v != nil:
-			set = append(set, ph+" = :set_"+ph[1:])
-			values[":set_"+ph[1:]] = v
-		default:
-			remove = append(remove, ph)
-		}
-	}
-	names["#steps"] = s.names.Steps // in the condition only: the update leaves the steps as they are
-	update := "SET " + strings.Join(set, ", ")
-	if len(remove) > 0 {
-		update += " REMOVE " + strings.Join(remove, ", ")
+	update := replaceUpdate(item, names, values, set, "#k", "#att", "#carried")
+	// In the condition only: the update leaves the steps as they are.
+	names["#steps"], names["#until"] = s.names.Steps, s.names.StepsUntil
+	values[":new_exp"] = num(math.MaxInt64)
+	if !rec.ExpiresAt.IsZero() {
+		values[":new_exp"] = num(ceilSeconds(rec.ExpiresAt))
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),

@@ -98,29 +98,19 @@ func (s *serialized) Downgrade(ctx context.Context, key string) error {
 }
 
 // previous is f's store, able to rewrite a record in the store's previous
-// encoding (storetest.PreviousEncoding): without attempts_carried, which
-// in-progress records and retryable failures did not have before the
-// one-write Acquire.
+// encoding (storetest.PreviousEncoding, with Store.Downgrade): without
+// attempts_carried, which in-progress records and retryable failures did
+// not have before the one-write Acquire, and with its steps kept in the
+// record, as they were before step items.
 type previous struct {
 	*ddbstore.Store
-	client *dynamodb.Client
-}
-
-func (p *previous) Downgrade(ctx context.Context, key string) error {
-	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(p.Table()), Key: p.ItemKey(key),
-		UpdateExpression:         aws.String("REMOVE #carried"),
-		ConditionExpression:      aws.String("attribute_exists(#carried)"),
-		ExpressionAttributeNames: map[string]string{"#carried": p.AttemptsCarriedAttr()},
-	})
-	return err
 }
 
 // conformanceStore returns the store to give storetest.Run: f's store
 // (able to write the previous encoding), or on a server that is not atomic
 // under concurrency, that store serialized.
 func conformanceStore(t *testing.T, f *fixture) idem.Store {
-	p := &previous{Store: f.store, client: f.client}
+	p := &previous{Store: f.store}
 	if atomicServer() {
 		return p
 	}

@@ -155,6 +155,9 @@ type Store struct {
 	noUpdate atomic.Bool
 	// schema is what the store knows of its table's key schema.
 	schema schemaCheck
+	// span is what the store knows of its records' retention, for the
+	// retention of step items (stepitems.go).
+	span stepSpan
 }
 
 var _ idem.Store = (*Store)(nil)
@@ -222,6 +225,12 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if err := s.checkReservation(op, &rec); err != nil {
 		return err
 	}
+	if done, err := s.reserveKeepingSteps(ctx, rec, prev, now); done {
+		return err
+	}
+	if err := s.checkInline(op, rec); err != nil {
+		return err
+	}
 	in := s.reserveInput(s.encode(rec, nil, ""), prev, now)
 	for try := 0; ; try++ {
 		_, err := s.client.PutItem(ctx, in, s.calls.fns...)
@@ -260,25 +269,11 @@ func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Re
 	values := map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()),
 		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}}
 	cond := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"
-	// Only the branch for prev's own status is sent: the stored record must
-	// still be prev (token and status), and only an in-progress record with
-	// an ended lease or a retryable failure may be taken. Other statuses
-	// add nothing. (One branch instead of a disjunction over both also costs
-	// dynalite a third of the CPU.)
-	if prev != nil && prev.LeaseToken != "" {
-		switch prev.Status {
-		case core.StatusInProgress:
-			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND " + s.prevSteps(prev, names, values) + ")"
-		case core.StatusFailed:
-			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #retry = :true AND " + s.prevSteps(prev, names, values) + ")"
-			names["#retry"] = s.names.Retryable
-			values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
-		}
-		if prev.Status == core.StatusInProgress || prev.Status == core.StatusFailed {
-			names["#tok"] = s.names.LeaseToken
-			values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
-			values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
-		}
+	// Only the branch for prev's own status is sent (prevBranch). (One
+	// branch instead of a disjunction over both also costs dynalite a third
+	// of the CPU.)
+	if branch := s.prevBranch(prev, names, values); branch != "" {
+		cond += " OR " + branch
 	}
 	return &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
@@ -380,6 +375,9 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	}
 	rec = normalize(rec)
 	rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
+	if stored, done, err := s.completeKeepingSteps(ctx, op, rec); done {
+		return stored, err
+	}
 	item, stored, err := s.fitComplete(ctx, op, rec)
 	if err != nil {
 		return core.Record{}, err

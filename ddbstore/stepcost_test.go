@@ -1,0 +1,188 @@
+package ddbstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/capacity"
+)
+
+// ledgerTransport charges every DynamoDB request it forwards with a
+// capacity.Ledger (DynamoDB's published rules, from the items sent), as
+// the benchmark's counting proxy does. Requests are made one at a time by
+// the tests that use it; safe for concurrent use all the same.
+type ledgerTransport struct {
+	inner  http.RoundTripper
+	ledger *capacity.Ledger
+
+	mu     sync.Mutex
+	totals capacity.Totals // guarded by mu
+	errs   []string        // guarded by mu: requests not charged exactly
+}
+
+func newLedgerTransport() *ledgerTransport {
+	return &ledgerTransport{inner: http.DefaultTransport, ledger: capacity.NewLedger(), totals: capacity.Totals{}}
+}
+
+func (l *ledgerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := req.Header.Get("X-Amz-Target")
+	op = op[strings.LastIndexByte(op, '.')+1:]
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	resp, err := l.inner.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
+	c, cerr := l.ledger.Charge(op, body, answer, resp.StatusCode)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cerr != nil || c.Approximate {
+		l.errs = append(l.errs, fmt.Sprintf("%s: %v (approximate %v)", op, cerr, c.Approximate))
+	}
+	l.totals.Add(c, false)
+	return resp, nil
+}
+
+// sum returns the units charged so far, and the requests not charged
+// exactly.
+func (l *ledgerTransport) sum() (capacity.Tally, []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.totals.Sum(), append([]string(nil), l.errs...)
+}
+
+func (l *ledgerTransport) writeUnits() float64 {
+	s, _ := l.sum()
+	return s.Write
+}
+
+// ledgerStore returns a store on a new table whose requests l charges.
+func ledgerStore(t *testing.T, l *ledgerTransport, opts ...ddbstore.Option) *ddbstore.Store {
+	t.Helper()
+	integration(t)
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: l}
+		o.RetryMaxAttempts = 1
+	})
+	table, _ := newTable(t, client, opts...)
+	s, err := ddbstore.New(client, table, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// stepResult is step i's result: about 20 bytes of JSON ("small"), or
+// 4096 random bytes ("4KB").
+func stepResult(t *testing.T, i int, size string) []byte {
+	if size == "small" {
+		return fmt.Appendf(nil, `{"step":%d,"ok":true}`, i)
+	}
+	b := make([]byte, 4096)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// stepsCost is what an execution of steps cost, in write units: its steps
+// (each idem.Step call), and its completion.
+type stepsCost struct {
+	steps      []float64
+	completion float64
+}
+
+func (c stepsCost) total() (sum float64) {
+	for _, u := range c.steps {
+		sum += u
+	}
+	return sum
+}
+
+// runSteps runs one execution of k steps of results of size through r,
+// charged by l, one call at a time.
+func runSteps(t *testing.T, r *idem.Runner, l *ledgerTransport, k int, size string) stepsCost {
+	t.Helper()
+	var c stepsCost
+	var handlerEnd float64
+	key := fmt.Sprintf("evt:stepcost-%s-%d-%d:run", size, k, time.Now().UnixNano())
+	out, err := r.Do(context.Background(), key, []byte(`{"order":1}`), func(ctx context.Context) ([]byte, error) {
+		for i := 1; i <= k; i++ {
+			before := l.writeUnits()
+			if _, err := idem.Step(ctx, fmt.Sprintf("step-%02d", i), func(context.Context) ([]byte, error) { return stepResult(t, i, size), nil }); err != nil {
+				return nil, err
+			}
+			c.steps = append(c.steps, l.writeUnits()-before)
+		}
+		handlerEnd = l.writeUnits()
+		return []byte(`{"ok":true}`), nil
+	})
+	if err != nil || out.Verdict != idem.Executed {
+		t.Fatalf("Do of %d %s steps = %s, %v; want executed", k, size, out.Verdict, err)
+	}
+	c.completion = l.writeUnits() - handlerEnd
+	return c
+}
+
+// TestStepCostIndependentOfStepsBefore: the write units of an execution's
+// steps, computed by internal/capacity from the store's requests to the
+// server, grow linearly with the steps: 50 steps cost at most 50 times one
+// step (10 % allowed for rounding: a record grows by each step's name and
+// 9 bytes), with small and with 4 KB results; and the completion after 50
+// steps costs at most one unit more than after one.
+func TestStepCostIndependentOfStepsBefore(t *testing.T) {
+	l := newLedgerTransport()
+	r, err := idem.New(ledgerStore(t, l), idem.WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []string{"small", "4KB"} {
+		one, fifty := runSteps(t, r, l, 1, size), runSteps(t, r, l, 50, size)
+		ratio := fifty.total() / (50 * one.total())
+		t.Logf("%s results: 1 step %v write units (completion %v); 50 steps %v (%.2f× 50 single steps; by position %v; completion %v)",
+			size, one.total(), one.completion, fifty.total(), ratio, fifty.steps, fifty.completion)
+		if ratio > 1.1 {
+			t.Errorf("%s results: 50 steps cost %v write units, %.2f times 50 single steps (%v each); want at most 1.1", size, fifty.total(), ratio, one.total())
+		}
+		if fifty.completion > one.completion+1 {
+			t.Errorf("%s results: the completion after 50 steps costs %v write units, after one %v; want at most one more", size, fifty.completion, one.completion)
+		}
+	}
+	if _, errs := l.sum(); len(errs) > 0 {
+		t.Errorf("requests not charged exactly: %q", errs)
+	}
+}
