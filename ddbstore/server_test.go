@@ -173,7 +173,7 @@ func (k faultKind) String() string {
 
 // kitOps are the kinds of request, for storetest.Faults, of the DynamoDB
 // operations the store makes.
-var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "PutItem": storetest.Write, "UpdateItem": storetest.Write}
+var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "BatchGetItem": storetest.Read, "PutItem": storetest.Write, "UpdateItem": storetest.Write}
 
 // kitFaults are the faults of storetest in DynamoDB's shapes: a failed dial;
 // a request applied whose answer times out; throttling as DynamoDB answers

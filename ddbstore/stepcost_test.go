@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,8 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
 	"github.com/idemgo/idem/internal/capacity"
+	"github.com/idemgo/idem/internal/fakeclock"
 )
 
 // ledgerTransport charges every DynamoDB request it forwards with a
@@ -185,4 +188,88 @@ func TestStepCostIndependentOfStepsBefore(t *testing.T) {
 	if _, errs := l.sum(); len(errs) > 0 {
 		t.Errorf("requests not charged exactly: %q", errs)
 	}
+}
+
+// TestCallsPerStepPath counts the calls of the paths of an execution with
+// steps, through idem.Runner: a step is one PutItem (its item) and one
+// UpdateItem (its reference); a duplicate refused while the steps' holder
+// runs reads no step; a takeover reads the steps it carries with one
+// BatchGetItem and does not run them again; a retry within the call keeps
+// the steps with one UpdateItem each way; Get reads them with one
+// BatchGetItem.
+func TestCallsPerStepPath(t *testing.T) {
+	integration(t)
+	f := newFixture(t)
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	r := newRunnerOpts(t, f.store, clock, idem.WithRetry(2, 0, 0))
+	ctx := context.Background()
+	extra := 0
+	if !returnsAllOld() {
+		extra = 1
+	}
+	type want struct{ updates, puts, gets, batches int }
+	check := func(name string, w want, fn func()) {
+		t.Helper()
+		f.rec.reset()
+		fn()
+		got := want{f.rec.count("UpdateItem"), f.rec.count("PutItem"), f.rec.count("GetItem"), f.rec.count("BatchGetItem")}
+		t.Logf("%-40s UpdateItem %d PutItem %d GetItem %d BatchGetItem %d", name, got.updates, got.puts, got.gets, got.batches)
+		if got != w {
+			t.Errorf("%s on %q: %+v; want %+v", name, server(), got, w)
+		}
+	}
+	runs := map[string]int{}
+	steps := func(names ...string) idem.Handler {
+		return func(ctx context.Context) ([]byte, error) {
+			for _, n := range names {
+				if _, err := idem.Step(ctx, n, func(context.Context) ([]byte, error) { runs[n]++; return []byte(n), nil }); err != nil {
+					return nil, err
+				}
+			}
+			return []byte(`"ok"`), nil
+		}
+	}
+	check("first run, 3 steps", want{1 + 3, 1 + 3, 0, 0}, func() { mustDo(t, r, ctx, "calls:steps:1", steps("a", "b", "c")) })
+
+	// A holder that recorded 3 steps and died.
+	now := clock.Now()
+	held := core.Reserve("calls:steps:2", emptyFP, "tok-dead", nil, now, now.Add(time.Minute), time.Hour)
+	if err := f.store.Reserve(ctx, held, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if err := f.store.RecordStep(ctx, held.Key, "tok-dead", core.Step{Name: n, Result: []byte(n)}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("in progress elsewhere, 3 steps", want{1, 0, extra, 0}, func() {
+		if _, err := r.Do(ctx, held.Key, []byte(`{}`), steps("a", "b", "c")); !errors.Is(err, core.ErrInProgress) {
+			t.Fatalf("Do = %v, want ErrInProgress", err)
+		}
+	})
+	check("Get, 3 steps", want{0, 0, 1, 1}, func() {
+		if got, err := f.store.Get(ctx, held.Key, clock.Now()); err != nil || len(got.Steps) != 3 {
+			t.Fatalf("Get = %d steps, %v", len(got.Steps), err)
+		}
+	})
+	clock.Advance(2 * time.Minute)
+	runs = map[string]int{}
+	check("takeover, 3 steps carried, 1 new", want{1 + 1, 1 + 1, 0, 1}, func() {
+		mustDo(t, r, ctx, held.Key, steps("a", "b", "c", "d"))
+	})
+	if runs["a"]+runs["b"]+runs["c"] != 0 || runs["d"] != 1 {
+		t.Errorf("the takeover ran %v, want d only", runs)
+	}
+	tries := 0
+	check("retry in the call, 1 step kept", want{1 + 1 + 1 + 1, 1 + 1, 0, 0}, func() {
+		mustDo(t, r, ctx, "calls:steps:3", func(ctx context.Context) ([]byte, error) {
+			if _, err := idem.Step(ctx, "a", func(context.Context) ([]byte, error) { return []byte("a"), nil }); err != nil {
+				return nil, err
+			}
+			if tries++; tries == 1 {
+				return nil, core.MarkTransient(errors.New("try again"))
+			}
+			return []byte(`"ok"`), nil
+		})
+	})
 }
