@@ -84,7 +84,7 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	}
 	out, err := api.UpdateItem(ctx, s.acquireInput(rec, now, p), s.calls.fns...)
 	if err == nil {
-		s.span.learn(rec.ExpiresAt, now)
+		s.steps.span.learn(rec.ExpiresAt, now)
 		return s.acquired(ctx, rec, out.Attributes, now)
 	}
 	var ccf *types.ConditionalCheckFailedException

@@ -121,7 +121,7 @@ func (s *Store) reserveKeepingSteps(ctx context.Context, rec core.Record, prev *
 		return true, t.err
 	}
 	if err == nil {
-		s.span.learn(rec.ExpiresAt, now)
+		s.steps.span.learn(rec.ExpiresAt, now)
 		return true, nil
 	}
 	existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, replayOf(rec, now))

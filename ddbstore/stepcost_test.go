@@ -273,3 +273,62 @@ func TestCallsPerStepPath(t *testing.T) {
 		})
 	})
 }
+
+// denyBatch answers BatchGetItem with AccessDeniedException, as DynamoDB
+// does for a policy that does not grant it, and counts the requests.
+type denyBatch struct {
+	inner http.RoundTripper
+	mu    sync.Mutex
+	ops   map[string]int
+}
+
+func (d *denyBatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := req.Header.Get("X-Amz-Target")
+	op = op[strings.LastIndexByte(op, '.')+1:]
+	d.mu.Lock()
+	d.ops[op]++
+	d.mu.Unlock()
+	if op == "BatchGetItem" {
+		return jsonError(req, 400, "AccessDeniedException", "User: arn:aws:iam::000000000000:user/x is not authorized to perform: dynamodb:BatchGetItem"), nil
+	}
+	return d.inner.RoundTrip(req)
+}
+
+// TestStepsReadWithoutBatchGetPermission: where BatchGetItem is refused for
+// access (a policy written for the previous version), the store reads step
+// items with one GetItem each, and asks for BatchGetItem no more.
+func TestStepsReadWithoutBatchGetPermission(t *testing.T) {
+	integration(t)
+	d := &denyBatch{inner: http.DefaultTransport, ops: map[string]int{}}
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.HTTPClient, o.RetryMaxAttempts = &http.Client{Transport: d}, 1 })
+	table, _ := newTable(t, client)
+	s, err := ddbstore.New(client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, now := context.Background(), time.Now().Truncate(time.Second)
+	rec := core.Reserve("evt:denied:1", emptyFP, "tok-a", nil, now, now.Add(time.Minute), time.Hour)
+	if err := s.Reserve(ctx, rec, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		if err := s.RecordStep(ctx, rec.Key, "tok-a", core.Step{Name: n, Result: []byte(n)}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if got, err := s.Get(ctx, rec.Key, now); err != nil || len(got.Steps) != 2 {
+			t.Fatalf("Get = %d steps, %v; want 2", len(got.Steps), err)
+		}
+	}
+	if d.ops["BatchGetItem"] != 1 || d.ops["GetItem"] != 2*(1+2) {
+		t.Errorf("%d BatchGetItem, %d GetItem; want 1 refused, then 3 GetItem per Get", d.ops["BatchGetItem"], d.ops["GetItem"])
+	}
+}

@@ -21,7 +21,9 @@ import (
 // beyond API: BatchGetItem. A *dynamodb.Client satisfies it. The store asks
 // its client for it with a type assertion when it reads a record's steps
 // (a takeover, a retry, Get); a client without it reads each step item with
-// one consistent GetItem instead.
+// one consistent GetItem instead, and so does the store from the first
+// BatchGetItem refused with AccessDeniedException on (an IAM policy that
+// grants GetItem and not BatchGetItem: grant it).
 type BatchGetAPI interface {
 	// BatchGetItem reads up to 100 items (always with ConsistentRead).
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
@@ -249,7 +251,7 @@ func (s *Store) getItems(ctx context.Context, op, key string, refs []stepRef) ([
 		keys[i] = s.stepItemKey(key, ref)
 	}
 	bg, ok := s.client.(BatchGetAPI)
-	if !ok {
+	if !ok || s.steps.noBatch.Load() {
 		return s.getEach(ctx, op, keys)
 	}
 	var items []map[string]types.AttributeValue
@@ -262,7 +264,12 @@ func (s *Store) getItems(ctx context.Context, op, key string, refs []stepRef) ([
 			s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
 		}}, s.calls.fns...)
 		if err != nil {
-			return nil, s.translate(ctx, op, err).err
+			t := s.translate(ctx, op, err)
+			if errors.Is(t.err, ErrAccessDenied) && round == 0 {
+				s.steps.noBatch.Store(true)
+				return s.getEach(ctx, op, keys)
+			}
+			return nil, t.err
 		}
 		items = append(items, out.Responses[s.table]...)
 		keys = out.UnprocessedKeys[s.table].Keys
@@ -389,6 +396,15 @@ func (s *Store) extendStepItems(ctx context.Context, op string, item map[string]
 		return s.translate(ctx, op, err).err
 	}
 	return nil
+}
+
+// stepState is what a store knows for its step items: its records'
+// retention span, and whether BatchGetItem was refused for access (an IAM
+// policy written for an older version: step items are then read with
+// GetItem). Safe for concurrent use; the zero value knows nothing.
+type stepState struct {
+	span    stepSpan
+	noBatch atomic.Bool
 }
 
 // defaultStepSpan is the retention span a store assumes before it has seen

@@ -105,7 +105,7 @@ func (s *Store) RecordStep(ctx context.Context, key, leaseToken string, step cor
 	if err != nil {
 		return err
 	}
-	ttl := s.span.ttl(now)
+	ttl := s.steps.span.ttl(now)
 	for try := 0; ; try++ {
 		if err := s.putStepItem(ctx, op, key, step, ttl); err != nil {
 			return err

@@ -155,9 +155,8 @@ type Store struct {
 	noUpdate atomic.Bool
 	// schema is what the store knows of its table's key schema.
 	schema schemaCheck
-	// span is what the store knows of its records' retention, for the
-	// retention of step items (stepitems.go).
-	span stepSpan
+	// steps is what the store knows for its step items (stepitems.go).
+	steps stepState
 }
 
 var _ idem.Store = (*Store)(nil)
