@@ -42,24 +42,30 @@ var _ idem.Acquirer = (*Store)(nil)
 //	OR (expires_at <= now_s AND status <> in_progress AND attribute_not_exists(attempts_carried)
 //	    AND attribute_not_exists(steps))
 //	OR (status = in_progress AND lease_until_ms <= now_ms AND expires_at > now_s
-//	    AND fingerprint = fp AND attempts_carried < max_attempts)
+//	    AND fingerprint = fp AND attempts_carried < max_attempts AND <until>)
 //	OR (status = failed AND retryable = true AND expires_at > now_s
-//	    AND fingerprint = fp AND attempts_carried < max_attempts)
+//	    AND fingerprint = fp AND attempts_carried < max_attempts AND <until>)
 //
+// where <until> is (attribute_not_exists(steps_until) OR steps_until >=
+// the new expires_at): a record continued keeps its steps, and its step
+// items must not end before it.
 // The second line replaces an expired record in place and restarts the
 // count at 1: only records a new execution restarts from (succeeded,
 // permanent failures) lack attempts_carried, and the update leaves the
 // steps' attributes as they are, so the record must have none (a fresh
 // execution carries no step: core.Acquire). The last two continue the
-// count, and the steps, of a live record. The condition leaves a few
-// records that core.Acquirable allows to a second write: an in-progress
-// record or a retryable failure past retention (it carries its count), a
-// record without a TTL attribute, a record written before attempts_carried
-// existed, and an expired one with steps (a retryable failure of that
-// encoding). Refused with such a record, Acquire reserves with Reserve's
-// PutItem conditioned on it, which writes the whole item: one write more,
-// in cases that need a crash or a failure older than the retention, or a
-// table written by an older version. It does the same with
+// count, and the steps, of a live record; the steps it carries (of a
+// record core.Resumable at now) are read from their step items with one
+// BatchGetItem per 100. The condition leaves a few records that
+// core.Acquirable allows to a second write: an in-progress record or a
+// retryable failure past retention (it carries its count), a record without
+// a TTL attribute, a record written before attempts_carried existed, an
+// expired one with steps (a retryable failure of that encoding), and one
+// whose step items end before the new record would (a retry chain longer
+// than the retention). Refused with such a record, Acquire reserves with
+// Reserve's PutItem conditioned on it, which writes the whole item, steps
+// included: one write more, in cases that need a crash or a failure older
+// than the retention, or a table written by an older version. It does the same with
 // a client that is not an UpdateAPI and, from then on, after an UpdateItem
 // refused with AccessDeniedException (an IAM policy written for an older
 // version, which granted PutItem and GetItem only: grant UpdateItem too).
@@ -203,33 +209,92 @@ func (s *Store) acquireByPut(ctx context.Context, rec core.Record, now time.Time
 	return s.putOver(ctx, rec, &ce.Existing, now, p)
 }
 
-// putOver writes rec over stored (nil: no record) with Reserve's PutItem
-// conditioned on stored, at the attempt core.Acquire gives. If the record
-// changed before the put and the one that refused it may be replaced too
-// (core.Acquirable: a retryable failure written in between), it puts over
-// that one, once: a conflict answers only a record that blocks the
-// acquisition.
+// putOver writes rec over stored (nil: no record) at the attempt
+// core.Acquire gives: over a live stored record, with a write conditioned on
+// that record alone (replaceOnly); over none or an expired one, with
+// Reserve's PutItem without prev. If the record changed before the write
+// into one that may be replaced too (core.Acquirable: a retryable failure
+// written in between), or went (released, or past retention by now), it
+// writes over what there is then, once: a conflict answers only a record
+// that blocks the acquisition, and the attempt and the record replaced are
+// those of the record the write replaced.
 func (s *Store) putOver(ctx context.Context, rec core.Record, stored *core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
 	for try := 0; ; try++ {
 		acq := core.Acquire(rec, stored, now)
 		var prev *core.Record
+		var err error
 		if stored != nil && !stored.Expired(now) {
 			prev = stored
+			err = s.replaceOnly(ctx, acq, prev, now)
+		} else {
+			err = s.Reserve(ctx, acq, nil, now)
 		}
-		err := s.Reserve(ctx, acq, prev, now)
 		var ce *idem.ConflictError
-		if !errors.As(err, &ce) || !core.Acquirable(&ce.Existing, rec.Fingerprint, now, p) {
-			if err != nil {
-				return core.Record{}, nil, err
-			}
+		switch {
+		case errors.Is(err, errPrevGone):
+			stored = nil
+		case errors.As(err, &ce) && core.Acquirable(&ce.Existing, rec.Fingerprint, now, p):
+			stored = &ce.Existing
+		case err != nil:
+			return core.Record{}, nil, err
+		default:
 			return acq, prev, nil
 		}
 		if try >= 1 {
 			return core.Record{}, nil, core.MarkTransient(&Error{Op: "acquire", Table: s.table,
 				Err: fmt.Errorf("%w: the blocking record changed twice during the acquisition", ErrUnavailable)})
 		}
-		stored = &ce.Existing
 	}
+}
+
+// errPrevGone: the record a reservation was to replace is no longer
+// stored (released, or past retention).
+var errPrevGone = errors.New("ddbstore: the record to replace is gone")
+
+// replaceOnly writes rec, a reservation, over prev, a live record, and
+// over nothing else: Reserve's write conditioned on prevBranch alone (and
+// reserveKeepingSteps's where rec carries prev's steps). Refused, it
+// returns nil where the stored record is rec (a retried write), a
+// *idem.ConflictError holding the live record that refused it, or
+// errPrevGone where there is none.
+func (s *Store) replaceOnly(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+	const op = "acquire"
+	if err := s.checkReservation(op, &rec); err != nil {
+		return err
+	}
+	if done, err := s.reserveKeepingSteps(ctx, rec, prev, now); done {
+		return err
+	}
+	if err := s.checkInline(op, rec); err != nil {
+		return err
+	}
+	cond, names, values := s.prevOnly(prev, now)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: s.encode(rec, nil, ""), ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, s.calls.fns...)
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		t := s.translate(ctx, op, err)
+		if t.maybeApplied && s.ownReservation(ctx, rec) {
+			return nil
+		}
+		return t.err
+	}
+	if err == nil {
+		return nil
+	}
+	existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, replayOf(rec, now))
+	switch {
+	case err != nil:
+		return err
+	case found && core.SameWrite(existing, rec):
+		return nil
+	case found && !existing.Expired(now):
+		return &idem.ConflictError{Existing: existing}
+	}
+	return errPrevGone
 }
 
 // ownAcquisition reads the key after an acquisition whose outcome is

@@ -97,14 +97,9 @@ func (s *Store) reserveKeepingSteps(ctx context.Context, rec core.Record, prev *
 	if !ok || s.noUpdate.Load() || prev == nil || len(rec.Steps) == 0 || !sameStepList(rec.Steps, prev.Steps) {
 		return false, nil
 	}
-	names := map[string]string{"#st": s.names.Status, "#lease": s.names.LeaseUntil}
-	values := map[string]types.AttributeValue{":now_ms": num(now.UnixMilli())}
-	branch := s.prevBranch(prev, names, values)
+	branch, names, values := s.prevOnly(prev, now)
 	if branch == "" {
 		return false, nil
-	}
-	if prev.Status != core.StatusInProgress {
-		delete(values, ":now_ms") // the branch of a failure does not compare the lease
 	}
 	cond := branch + " AND " + s.untilClause(rec.ExpiresAt, names, values)
 	_, err = c.UpdateItem(ctx, s.keepingUpdate(rec, cond, names, values), s.calls.fns...)
@@ -134,6 +129,21 @@ func (s *Store) reserveKeepingSteps(ctx context.Context, rec core.Record, prev *
 		return true, &idem.ConflictError{Existing: existing}
 	}
 	return false, nil
+}
+
+// prevOnly returns prevBranch alone, a condition that replaces prev and
+// nothing else (not an absent or expired record), with its names and
+// values; "" where prev allows no replacement.
+func (s *Store) prevOnly(prev *core.Record, now time.Time) (string, map[string]string, map[string]types.AttributeValue) {
+	names := map[string]string{"#st": s.names.Status, "#lease": s.names.LeaseUntil}
+	values := map[string]types.AttributeValue{":now_ms": num(now.UnixMilli())}
+	branch := s.prevBranch(prev, names, values)
+	if prev != nil && prev.Status != core.StatusInProgress {
+		// The branch of a failure does not compare the lease.
+		delete(names, "#lease")
+		delete(values, ":now_ms")
+	}
+	return branch, names, values
 }
 
 // sameStepList reports whether a and b are the same steps in the same order.
