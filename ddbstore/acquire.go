@@ -62,17 +62,20 @@ var _ idem.Acquirer = (*Store)(nil)
 // a TTL attribute, a record written before attempts_carried existed, an
 // expired one with steps (a retryable failure of that encoding), and one
 // whose step items end before the new record would (a retry chain longer
-// than the retention). Refused with such a record, Acquire reserves with
-// Reserve's PutItem conditioned on it, which writes the whole item, steps
-// included: one write more, in cases that need a crash or a failure older
-// than the retention, or a table written by an older version. It does the same with
-// a client that is not an UpdateAPI and, from then on, after an UpdateItem
-// refused with AccessDeniedException (an IAM policy written for an older
-// version, which granted PutItem and GetItem only: grant UpdateItem too).
-// If the record changed before that PutItem into one core.Acquirable
-// allows too (a retryable failure written in between), it puts over that
-// one, once more: a *idem.ConflictError holds only a record that blocks
-// the acquisition.
+// than the retention). Refused with such a record, Acquire reserves with a
+// PutItem conditioned on that record alone (Reserve's prev branch; a live
+// record) or on there being none (an expired one), which writes the whole
+// item, steps included: one write more, in cases that need a crash or a
+// failure older than the retention, or a table written by an older
+// version. It does the same with a client that is not an UpdateAPI and,
+// from then on, after an UpdateItem refused with AccessDeniedException (an
+// IAM policy written for an older version, which granted PutItem and
+// GetItem only: grant UpdateItem too). If the record changed before that
+// PutItem into one core.Acquirable allows too (a retryable failure written
+// in between), it puts over that one, and if it went (released), it
+// reserves afresh, once more: a *idem.ConflictError holds only a record
+// that blocks the acquisition, and the attempt is counted over the record
+// replaced.
 //
 // A refusal by rec itself (core.Acquired: an SDK retry of a write whose
 // answer was lost) returns the stored record; after a failure that may have

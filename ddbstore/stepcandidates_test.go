@@ -224,7 +224,7 @@ func TestStepLayoutCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rows []stepRow
-	for _, size := range []string{"small", "4KB"} {
+	for _, size := range []string{"small", "4 KB"} {
 		for _, l := range stepLayouts {
 			rows = append(rows, runLayout(s, l, size))
 		}

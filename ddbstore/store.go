@@ -211,6 +211,16 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 // checked; no other blocking record's is read. After a failure that may
 // have been applied (a timeout, a reset, a 5xx), one consistent GetItem
 // checks for rec's own token in the same way before the error is returned.
+// A blocking record that rec may resume (core.Resumable) comes with its
+// steps, read from their step items; any other comes without them (Steps
+// nil), which no decision needs.
+//
+// A reservation that carries prev's steps (a takeover or a retry) is, with
+// a client that has UpdateItem, one UpdateItem of the prev branch instead,
+// which sets every attribute but the steps' (reserveKeepingSteps): the steps
+// stay where they are, in their step items. Where it is refused by a record
+// that the PutItem may still replace, the PutItem follows, every step
+// written in the record.
 //
 // A key whose item key does not fit DynamoDB's limits (the prefix and the
 // key over 2048 bytes, a sort key value empty or over 1024) or a record
@@ -355,6 +365,14 @@ const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s
 // completion with ErrLargeResult and writes no record); a failed record's
 // error message is shortened. Completion never fails for size.
 //
+// A retryable failure with steps is, with a client that has UpdateItem,
+// one UpdateItem conditioned on the caller's lease and on the record
+// holding rec's number of steps, which sets every attribute but the steps'
+// (completeKeepingSteps): the steps stay in their step items. Where the
+// record lacks a step rec has (a step write that may have been applied and
+// was not) or its step items would end before the failure's retention, the
+// PutItem follows, every step written in the record.
+//
 // If the condition fails and the stored record (from the error, or one
 // consistent GetItem where the server does not return it) is this very
 // completion, applied by an earlier try whose answer was lost, Complete
@@ -437,7 +455,9 @@ func (s *Store) fitItem(op string, rec core.Record) (map[string]types.AttributeV
 // retention has ended at now (its TTL attribute, in seconds, is at or before
 // now) is reported as idem.ErrNotFound even if DynamoDB has not deleted it.
 // A live succeeded record whose result is kept in the blob store
-// (WithLargeResults) is returned with it, read with one Get and checked.
+// (WithLargeResults) is returned with it, read with one Get and checked; a
+// live record's steps kept in step items are read with one BatchGetItem per
+// 100 of them.
 func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
 	const op = "get"
 	if err := ctx.Err(); err != nil {
