@@ -262,13 +262,7 @@ var errPrevGone = errors.New("ddbstore: the record to replace is gone")
 // errPrevGone where there is none.
 func (s *Store) replaceOnly(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
 	const op = "acquire"
-	if err := s.checkReservation(op, &rec); err != nil {
-		return err
-	}
-	if done, err := s.reserveKeepingSteps(ctx, rec, prev, now); done {
-		return err
-	}
-	if err := s.checkInline(op, rec); err != nil {
+	if done, err := s.prepareReservation(ctx, op, &rec, prev, now); done {
 		return err
 	}
 	cond, names, values := s.prevOnly(prev, now)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,18 +28,16 @@ type releaseAfterRefusal struct {
 }
 
 func (r *releaseAfterRefusal) RoundTrip(req *http.Request) (*http.Response, error) {
-	op := req.Header.Get("X-Amz-Target")
-	op = op[strings.LastIndexByte(op, '.')+1:]
+	op := operation(req)
 	resp, err := r.inner.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	body, rb, err := buffered(resp.Body)
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.Body = rb
 	refused := op == "UpdateItem" && bytes.Contains(body, []byte("ConditionalCheckFailed"))
 	if refused && returnsAllOld() || op == "GetItem" && !returnsAllOld() {
 		r.once.Do(r.delete)

@@ -151,6 +151,24 @@ func sameStepList(a, b []core.Step) bool {
 	return slices.EqualFunc(a, b, func(x, y core.Step) bool { return x.Name == y.Name && string(x.Result) == string(y.Result) })
 }
 
+// prepareReservation checks and normalizes rec, a reservation over prev
+// (nil: none), and makes reserveKeepingSteps's write where it applies.
+// done reports that the reservation is answered (err), written or refused;
+// otherwise rec fits the item written whole, and that write is the
+// caller's.
+func (s *Store) prepareReservation(ctx context.Context, op string, rec *core.Record, prev *core.Record, now time.Time) (done bool, err error) {
+	if err := s.checkReservation(op, rec); err != nil {
+		return true, err
+	}
+	if done, err := s.reserveKeepingSteps(ctx, *rec, prev, now); done {
+		return true, err
+	}
+	if err := s.checkInline(op, *rec); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
 // checkInline returns nil if rec's item, steps kept in it, fits the item
 // size limit (a reservation written whole), and else a permanent error
 // wrapping ErrItemTooLarge.
@@ -208,6 +226,16 @@ func (s *Store) completeKeepingSteps(ctx context.Context, op string, rec core.Re
 		return core.Record{}, false, nil
 	}
 	return core.Record{}, true, s.leaseLost(rec, existing, len(item) > 0)
+}
+
+// sameFailure selects a failure that is the write rec itself
+// (core.SameWrite), whose steps Complete returns: a completion retried
+// after its answer was lost. (A success has no steps, and its result is
+// the caller's: ownLarge.)
+func sameFailure(rec core.Record) loadFunc {
+	return func(stored core.Record) bool {
+		return stored.Status == core.StatusFailed && core.SameWrite(stored, rec)
+	}
 }
 
 // fitFailure returns rec, a failure, with its message shortened where the

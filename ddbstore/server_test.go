@@ -235,20 +235,41 @@ func (r *recorder) reset() {
 	r.counts = map[string]int{}
 }
 
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+// operation is req's DynamoDB operation: X-Amz-Target without its prefix.
+func operation(req *http.Request) string {
 	op := req.Header.Get("X-Amz-Target")
-	if i := strings.LastIndexByte(op, '.'); i >= 0 {
-		op = op[i+1:]
+	return op[strings.LastIndexByte(op, '.')+1:]
+}
+
+// buffered reads body whole and returns its bytes and a body of the same
+// bytes to put in its place (nil for none).
+func buffered(body io.ReadCloser) ([]byte, io.ReadCloser, error) {
+	if body == nil {
+		return nil, nil, nil
 	}
-	var body []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
+	b, err := io.ReadAll(body)
+	_ = body.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// bufferRequest reads req's body whole, puts the same bytes back, and
+// returns them.
+func bufferRequest(req *http.Request) ([]byte, error) {
+	body, rb, err := buffered(req.Body)
+	if rb != nil {
+		req.Body = rb
+	}
+	return body, err
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := operation(req)
+	body, err := bufferRequest(req)
+	if err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	r.counts[op]++

@@ -1,14 +1,11 @@
 package ddbstore_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,28 +38,20 @@ func newLedgerTransport() *ledgerTransport {
 }
 
 func (l *ledgerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	op := req.Header.Get("X-Amz-Target")
-	op = op[strings.LastIndexByte(op, '.')+1:]
-	var body []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
+	op := operation(req)
+	body, err := bufferRequest(req)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := l.inner.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	answer, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	answer, ab, err := buffered(resp.Body)
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(answer))
+	resp.Body = ab
 	c, cerr := l.ledger.Charge(op, body, answer, resp.StatusCode)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -283,8 +272,7 @@ type denyBatch struct {
 }
 
 func (d *denyBatch) RoundTrip(req *http.Request) (*http.Response, error) {
-	op := req.Header.Get("X-Amz-Target")
-	op = op[strings.LastIndexByte(op, '.')+1:]
+	op := operation(req)
 	d.mu.Lock()
 	d.ops[op]++
 	d.mu.Unlock()

@@ -231,13 +231,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkReservation(op, &rec); err != nil {
-		return err
-	}
-	if done, err := s.reserveKeepingSteps(ctx, rec, prev, now); done {
-		return err
-	}
-	if err := s.checkInline(op, rec); err != nil {
+	if done, err := s.prepareReservation(ctx, op, &rec, prev, now); done {
 		return err
 	}
 	in := s.reserveInput(s.encode(rec, nil, ""), prev, now)
@@ -412,7 +406,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	if !errors.As(err, &ccf) {
 		return core.Record{}, s.translate(ctx, op, err).err
 	}
-	existing, found, rerr := s.blocking(ctx, op, ccf, rec.Key)
+	existing, found, rerr := s.blockingFor(ctx, op, ccf, rec.Key, sameFailure(rec))
 	if rerr != nil {
 		// The lease was lost or the outcome is ours; we cannot tell which.
 		return core.Record{}, rerr
