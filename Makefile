@@ -68,6 +68,7 @@ LINZ_STEPS     ?= 60
 deps: $(STAMPS)/go-mod node_modules/.idem-stamp $(VENV)/.moto-$(MOTO_VERSION) $(BIN)/.rie-$(RIE_VERSION) redis-server $(SAM_STAMP)
 
 $(STAMPS)/go-mod: go.mod go.sum otel/go.mod otel/go.sum
+	@echo "deps: downloading the Go modules (go mod download)"
 	$(GO) mod download
 	cd otel && $(GO) mod download
 	@mkdir -p $(@D) && touch $@
@@ -75,21 +76,25 @@ $(STAMPS)/go-mod: go.mod go.sum otel/go.mod otel/go.sum
 # --ignore-scripts: classic-level (under dynalite) ships prebuilt binaries; its install
 # script would only try a native build, which npm 11 skips anyway.
 node_modules/.idem-stamp: package.json package-lock.json
+	@echo "deps: installing dynalite into node_modules with npm ci (a few seconds)"
 	$(NPM) ci --ignore-scripts --no-audit --no-fund
 	@touch $@
 
 $(VENV)/.moto-$(MOTO_VERSION):
+	@echo "deps: installing moto $(MOTO_VERSION) into $(VENV) with pip (about a minute; pip prints nothing until it is done)"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --disable-pip-version-check --quiet 'moto[server]==$(MOTO_VERSION)'
 	@mkdir -p $(@D) && touch $@
 
 $(SAM_STAMP):
+	@echo "deps: installing the AWS SAM CLI $(SAM_CLI_VERSION) and cfn-lint $(CFN_LINT_VERSION) into $(SAM_VENV) with pip (about a minute; pip prints nothing until it is done)"
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --disable-pip-version-check --quiet \
 		'aws-sam-cli==$(SAM_CLI_VERSION)' 'cfn-lint==$(CFN_LINT_VERSION)'
 	@rm -f $(SAM_VENV)/.sam-* && touch $@
 
 $(BIN)/.rie-$(RIE_VERSION):
+	@echo "deps: building the AWS Lambda runtime interface emulator into $(BIN) with go install (about 15 s the first time)"
 	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 	@mkdir -p $(@D) && touch $@
 
@@ -100,6 +105,7 @@ redis-server:
 	  if ! command -v apt-get >/dev/null 2>&1; then \
 	    echo "redis-server is not installed and there is no apt-get: install Redis 7 yourself" >&2; exit 1; \
 	  fi; \
+	  echo "deps: installing redis-server with apt-get (Debian's package)"; \
 	  sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo"; fi; \
 	  $$sudo apt-get update -qq; \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \

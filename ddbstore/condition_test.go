@@ -107,7 +107,11 @@ func storedRecords(at func(int) time.Time) []core.Record {
 
 func (s *Store) putRaw(t *testing.T, rec core.Record) {
 	t.Helper()
-	_, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: s.encode(normalize(rec), nil, "")})
+	// An unconditional put is safe to send again: this one call may retry what the SDK
+	// retries (a response cut by a closed connection, aws-sdk-go-v2 #2737, which moto's
+	// server provokes now and then even on fresh connections).
+	retry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }
+	_, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: s.encode(normalize(rec), nil, "")}, retry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +218,9 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 		if old {
 			delete(item, s.names.AttemptsCarried)
 		}
-		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		// Unconditional, so it may retry, as putRaw does.
+		retry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }
+		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}, retry); err != nil {
 			t.Fatal(err)
 		}
 	}
