@@ -91,7 +91,7 @@ func (m Model) Accepts(op Op, want, got Result) bool {
 		want.Prev = nil
 	}
 	if m.StepsApart && want.Verdict == Conflict && want.Rec != nil && got.Rec != nil && got.Rec.Steps == nil &&
-		!(op.Kind == Reserve && core.Resumable(want.Rec, op.Rec.Fingerprint, op.Now)) {
+		(op.Kind != Reserve || !core.Resumable(want.Rec, op.Rec.Fingerprint, op.Now)) {
 		rec := *want.Rec
 		rec.Steps = nil
 		want.Rec = &rec
