@@ -188,9 +188,9 @@ func runProcesses(t *testing.T, w worker) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	target := &linz.Target{Name: w.Store + " in " + strconv.Itoa(processes) + " processes", Res: linz.DynamoResolution}
+	target := &linz.Target{Name: w.Store + " in " + strconv.Itoa(processes) + " processes", Res: linz.DynamoResolution, StepsApart: true}
 	if w.Store == "redis" {
-		target.Res = linz.RedisResolution
+		target.Res, target.StepsApart = linz.RedisResolution, false
 	}
 	linz.CheckHistory(t, target, start, entries, fmt.Sprintf("%s seed %d", t.Name(), seed))
 	t.Logf("%s, seed %d: %d calls; %s", target.Name, seed, len(entries), linz.Summary(entries))
