@@ -367,14 +367,19 @@ func newTable(t testing.TB, client *dynamodb.Client, opts ...ddbstore.Option) (s
 	table := tableName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	info, err := ddbstore.CreateTable(ctx, client, table, opts...)
+	// Setup is not under test, and moto may cut a response even on a
+	// fresh connection (use of closed network connection): the table is
+	// created and deleted through the client's configuration with retries,
+	// whatever the client under test allows itself.
+	setup := dynamodb.New(client.Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 })
+	info, err := ddbstore.CreateTable(ctx, setup, table, opts...)
 	if err != nil {
 		t.Fatalf("CreateTable(%s) = %v", table, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		_, _ = setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	return table, info
 }

@@ -218,7 +218,7 @@ func TestCallsPerStepPath(t *testing.T) {
 			return []byte(`"ok"`), nil
 		}
 	}
-	check("first run, 3 steps", want{1 + 3, 1 + 3, 0, 0}, func() { mustDo(t, r, ctx, "calls:steps:1", steps("a", "b", "c")) })
+	check("first run, 3 steps", want{1 + 3, 1 + 3, 0, 0}, func() { mustDo(t, ctx, r, "calls:steps:1", steps("a", "b", "c")) })
 
 	// A holder that recorded 3 steps and died.
 	now := clock.Now()
@@ -244,14 +244,14 @@ func TestCallsPerStepPath(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	runs = map[string]int{}
 	check("takeover, 3 steps carried, 1 new", want{1 + 1, 1 + 1, 0, 1}, func() {
-		mustDo(t, r, ctx, held.Key, steps("a", "b", "c", "d"))
+		mustDo(t, ctx, r, held.Key, steps("a", "b", "c", "d"))
 	})
 	if runs["a"]+runs["b"]+runs["c"] != 0 || runs["d"] != 1 {
 		t.Errorf("the takeover ran %v, want d only", runs)
 	}
 	tries := 0
 	check("retry in the call, 1 step kept", want{1 + 1 + 1 + 1, 1 + 1, 0, 0}, func() {
-		mustDo(t, r, ctx, "calls:steps:3", func(ctx context.Context) ([]byte, error) {
+		mustDo(t, ctx, r, "calls:steps:3", func(ctx context.Context) ([]byte, error) {
 			if _, err := idem.Step(ctx, "a", func(context.Context) ([]byte, error) { return []byte("a"), nil }); err != nil {
 				return nil, err
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,15 +154,7 @@ func sameEntries(entries []stepEntry, steps []core.Step, lastRef bool) bool {
 }
 
 func sameSteps(a, b []core.Step) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Name != b[i].Name || !bytes.Equal(a[i].Result, b[i].Result) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y core.Step) bool { return x.Name == y.Name && bytes.Equal(x.Result, y.Result) })
 }
 
 // TestStepsWithinTheItemLimit: a step that cannot fit is refused with a

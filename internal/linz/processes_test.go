@@ -140,6 +140,7 @@ func newTable(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	client = dynamodb.New(client.Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }) // setup may retry
 	table := "idem-linz-" + linz.RunID()
 	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("CreateTable(%s) = %v", table, err)
