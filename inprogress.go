@@ -31,8 +31,10 @@ const (
 // retrying hard) would be 10,000 such writes on one partition. So the runner
 // remembers, for the keys it last saw in progress, the record the store
 // returned, and answers the next calls of such a key with the payload's
-// fingerprint, without a store call, as the store would: *core.InProgressError
-// whose RetryAt is the lease end the store gave, Outcome.Cached set. It
+// fingerprint, without a store call: *core.InProgressError, Outcome.Cached
+// set, whose RetryAt is the runner's next recheck of the key (a retry then
+// may find the outcome; an HTTP 409's Retry-After says so), or the lease end
+// if that comes first, or, for a key this runner executes, the lease end. It
 // answers so until the lease end, but for at most the recheck interval
 // (WithInProgressRecheck, default DefaultInProgressRecheck) after the store
 // last said so: then one call asks the store again, and the others go on
@@ -135,8 +137,12 @@ func (m *progressMemory) answer(key, fp string, now time.Time, p core.Policy) (o
 	}
 	d := core.Decide(key, &e.rec, fp, now, p)
 	switch {
-	case d.Action == core.InProgress && (e.own || now.Before(e.until)):
+	case d.Action == core.InProgress && e.own:
 		return Outcome{Attempts: e.rec.Attempts, Cached: true}, true, d.Err
+	case d.Action == core.InProgress && now.Before(e.until):
+		// The store is asked again at the next recheck: a retry then may
+		// find the outcome, so that is when to retry.
+		return Outcome{Attempts: e.rec.Attempts, Cached: true}, true, &core.InProgressError{RetryAt: minTime(e.rec.LeaseUntil, e.until)}
 	case d.Action == core.InProgress:
 		e.until = now.Add(m.recheck) // this call rechecks; the others wait for it
 	case !e.own && (e.rec.LeaseExpired(now) || e.rec.Expired(now)):

@@ -83,12 +83,14 @@ func holdElsewhere(t *testing.T, s idem.Store, key, payload string, now time.Tim
 }
 
 // wantInProgress fails the test unless err is *core.InProgressError with
-// RetryAt at, and out does not say the handler ran.
+// RetryAt at, the lease end (from the memory: at or before it, the next
+// recheck), and out does not say the handler ran.
 func wantInProgress(t *testing.T, what string, out idem.Outcome, err error, at time.Time) {
 	t.Helper()
 	var ipe *core.InProgressError
-	if !errors.As(err, &ipe) || !ipe.RetryAt.Equal(at) || out.Verdict != idem.InProgress || out.Replayed {
-		t.Fatalf("%s = %s %v, want in_progress with RetryAt %s (the lease end)", what, out.Verdict, err, at)
+	if !errors.As(err, &ipe) || out.Verdict != idem.InProgress || out.Replayed ||
+		!(ipe.RetryAt.Equal(at) || out.Cached && ipe.RetryAt.Before(at) && !ipe.RetryAt.IsZero()) {
+		t.Fatalf("%s = %s cached %v, %v; want in_progress with RetryAt %s (the lease end; from memory, the next recheck before it)", what, out.Verdict, out.Cached, err, at)
 	}
 }
 
@@ -203,6 +205,10 @@ func TestInProgressMemoryAnswersOnlyInProgress(t *testing.T) {
 		wantInProgress(t, "second duplicate", out, err, f.held.LeaseUntil)
 		if !out.Cached {
 			t.Fatalf("second duplicate: Cached = false, want the memory's answer")
+		}
+		var ipe *core.InProgressError
+		if recheck := t0.Add(idem.DefaultInProgressRecheck); !errors.As(err, &ipe) || !ipe.RetryAt.Equal(recheck) {
+			t.Fatalf("second duplicate: %v, want RetryAt %s: the memory's next recheck, when a retry may find the outcome", err, recheck)
 		}
 		f.wantWrites("second duplicate", 1)
 		f.completeElsewhere(`"done"`)

@@ -113,7 +113,10 @@ func Decide(key string, rec *Record, fingerprint string, now time.Time, p Policy
 // InProgressError is the answer while another execution holds a live lease
 // on the key. errors.Is(err, ErrInProgress) holds for it.
 type InProgressError struct {
-	// RetryAt is when the blocking lease ends: retrying earlier is refused.
+	// RetryAt is when to retry: when the blocking lease ends (retrying
+	// earlier is refused unless its holder records an outcome first), or,
+	// in a runner's answer from its memory of keys in progress, its next
+	// recheck of the store if that comes first.
 	RetryAt time.Time
 }
 

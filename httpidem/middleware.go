@@ -36,8 +36,9 @@ import (
 //     given to it again: over WithMaxBodyBytes, 413; JSON nested deeper
 //     than MaxBodyDepth, 400;
 //   - the same key with another method, path or body: 422; still running
-//     elsewhere: 409 with Retry-After (whole seconds until its lease ends),
-//     or with WithWait, its answer once it has one, replayed;
+//     elsewhere: 409 with Retry-After (whole seconds until its lease ends,
+//     or, answered from the runner's memory of keys in progress, until its
+//     next recheck), or with WithWait, its answer once it has one, replayed;
 //   - replay: the recorded status, headers (every value: a second
 //     Set-Cookie too) and body, plus Idempotent-Replayed: true, after the
 //     hook of WithResponseHook;

@@ -48,7 +48,8 @@ const (
 	// JSON body nested deeper than MaxBodyDepth.
 	ProblemInvalidBody = httprule.InvalidBody
 	// ProblemInProgress: 409, a request with the same key is still being
-	// processed; Retry-After says when its lease ends.
+	// processed; Retry-After says when its lease ends (answered from the
+	// runner's memory of keys in progress, its next recheck of the store).
 	ProblemInProgress = httprule.InProgress
 	// ProblemKeyReused: 422, the key was used with another method, path or
 	// body.
@@ -116,8 +117,9 @@ func RESTAPI(runner *idem.Runner, handler func(context.Context, events.APIGatewa
 //     byte); a body that does not decode from base64, JSON nested deeper
 //     than MaxBodyDepth, or JSON without a selected field: 400;
 //   - in progress elsewhere: 409 with Retry-After (whole seconds until the
-//     holder's lease ends, at least 1); same key with another method, path
-//     or body: 422;
+//     holder's lease ends, or, answered from the runner's memory of keys in
+//     progress, until its next recheck; at least 1); same key with another
+//     method, path or body: 422;
 //   - replay: the stored response, plus Idempotent-Replayed: true, then
 //     the hook of WithResponseHook, if any (it cannot remove the marker);
 //   - a response with status 500 or more, 408 or 429, or a handler error
