@@ -95,7 +95,9 @@ func runWith(t *testing.T, cfg sim.Config, prefix string) sim.Result {
 // TestSim runs every service at once over one in-memory store, with every
 // fault.
 func TestSim(t *testing.T) {
-	run(t, memConfig(t, 1, 100000, sim.DefaultFaults(), sim.Mixed()...))
+	cfg := memConfig(t, 1, 100000, sim.AllFaults(), sim.Mixed()...)
+	cfg.Draw = 8
+	run(t, cfg)
 }
 
 // TestSimShortRetention: records retained one minute, leases of 15 minutes.
@@ -107,7 +109,6 @@ func TestSimShortRetention(t *testing.T) {
 // crashes and a generous attempt bound, so that only the lease is at stake.
 func TestSimNoDeadline(t *testing.T) {
 	sv := sim.NoDeadlineRetries()
-	sv.Options = append(sv.Options, idem.WithMaxAttempts(1000))
 	sv.MaxAttempts = 1000
 	f := sim.DefaultFaults()
 	f.Crash, f.LostAnswer = 0, 0
