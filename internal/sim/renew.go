@@ -175,9 +175,11 @@ func (s *simulation) afterRenew(c *call, rec core.Record, until, now time.Time, 
 		r := core.Renew(ks.cur, until, now)
 		ks.cur.LeaseUntil, ks.cur.ExpiresAt, ks.cur.UpdatedAt = r.LeaseUntil, r.ExpiresAt, r.UpdatedAt
 	}
-	if !got.LeaseUntil.Equal(ks.cur.LeaseUntil) {
+	if d := got.LeaseUntil.Sub(ks.cur.LeaseUntil).Abs(); d > s.cfg.StoreResolution {
 		s.violate(StoreContract, ks, "the store answered renewal %s until %s with lease until %s, but holds %s",
 			rec.LeaseToken, s.fmtAbs(until), s.fmtAbs(got.LeaseUntil), ks.cur)
+	} else if d > 0 {
+		ks.cur.LeaseUntil = got.LeaseUntil // the store's rounding
 	}
 	s.hist(c, hRenewAccepted, ks.cur, nil)
 }

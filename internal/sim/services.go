@@ -173,5 +173,23 @@ func Waiting() Service {
 // that covers them all at once over one store.
 func Mixed() []Service {
 	return []Service{Lambda(), ShortRetention(), NoDeadlineRetries(), MaxAttempts3(), TinyTimeouts(), HTTPService(),
-		Renewing(), Waiting(), Steps()}
+		Renewing(), Waiting(), Steps(), Staging()}
+}
+
+// Staging is a service whose handlers run steps, stage writes to be
+// committed with their success (one in ten refused by its own condition),
+// and return large results now and then; its records are retained 30 s and
+// its keys often come back with another payload, so that new executions
+// meet expired records that hold steps.
+func Staging() Service {
+	sv := keyTraffic(Service{
+		Name: "staging", Retention: 30 * time.Second, Steps: true,
+		Stage: 0.6, StageRefused: 0.1, Large: 0.2,
+		Deadlines:  []DeadlineMode{{Kind: Kill, Min: 5 * time.Second, Max: time.Minute}, {Kind: NoDeadline}},
+		HandlerMin: time.Millisecond, HandlerMax: 3 * time.Second,
+		Success: 0.7, Transient: 0.2, Permanent: 0.1,
+		RedeliverMin: time.Second, RedeliverMax: time.Minute,
+	}, 2*time.Second)
+	sv.Reuse = 0.2
+	return sv
 }

@@ -272,6 +272,18 @@ func TestSimRedis(t *testing.T) {
 
 func newDynamoStore(t *testing.T) *ddbstore.Store {
 	t.Helper()
+	client := newDynamoClient(t)
+	s, err := ddbstore.New(client, newTable(t, client, "idem-sim-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newDynamoClient returns a client of the DynamoDB API the environment
+// names, which does not retry.
+func newDynamoClient(t *testing.T) *dynamodb.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	awsCfg, err := config.LoadDefaultConfig(ctx)
@@ -281,10 +293,18 @@ func newDynamoStore(t *testing.T) *ddbstore.Store {
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
 	}
-	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+}
+
+// newTable creates a table of the store's layout, named prefix and a random
+// suffix, deleted when t ends.
+func newTable(t *testing.T, client *dynamodb.Client, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	table := "idem-sim-" + hex.EncodeToString(b[:])
+	table := prefix + hex.EncodeToString(b[:])
 	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("CreateTable(%s) = %v", table, err)
 	}
@@ -293,9 +313,5 @@ func newDynamoStore(t *testing.T) *ddbstore.Store {
 		defer cancel()
 		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
-	s, err := ddbstore.New(client, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return table
 }
