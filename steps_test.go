@@ -334,3 +334,40 @@ func TestStepWriteCancelledAfterApplied(t *testing.T) {
 		t.Fatalf("second Do = %q, %v; charge ran %d times; want ch_1, nil, charged once", out.Result, err, charges)
 	}
 }
+
+// TestRetryAfterReleaseStartsAfresh: an operator releases the retryable
+// failure of a call while it waits to retry: the retry starts a new record
+// lifetime (attempt 1, no step carried), as the next delivery would, and
+// does not bring back the released record's steps and count.
+func TestRetryAfterReleaseStartsAfresh(t *testing.T) {
+	f := newFixture(t)
+	const key = "evt:released-retry:1"
+	sleep := func(ctx context.Context, d time.Duration) error {
+		rec, err := f.store.Get(ctx, key, f.clock.Now())
+		if err != nil {
+			return err
+		}
+		if err := f.store.Release(ctx, rec); err != nil {
+			return err
+		}
+		return f.clock.Sleep(ctx, d)
+	}
+	r, err := idem.New(f.store, idem.WithClock(f.clock.Now), idem.WithSleep(sleep), idem.WithRetry(2, base, max))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charges := 0
+	out, err := r.Do(f.ctx(t, 30*time.Second), key, []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		res, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) {
+			charges++
+			return []byte(fmt.Sprintf("ch_%d", charges)), nil
+		})
+		if err == nil && charges == 1 {
+			return nil, core.MarkTransient(errors.New("try again"))
+		}
+		return res, err
+	})
+	if err != nil || out.Attempts != 1 || string(out.Result) != "ch_2" || charges != 2 {
+		t.Fatalf("Do = %q attempt %d, %v; charge ran %d times; want ch_2 at attempt 1 of a new lifetime, charged again", out.Result, out.Attempts, err, charges)
+	}
+}
