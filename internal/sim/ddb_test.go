@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,6 +107,7 @@ func TestSimDynamoAll(t *testing.T) {
 		cfg.Services[1].Stage = 0
 	}
 	cfg.Draw = 6
+	cfg.Faults.Downgrade = 0.5
 	if !raceEnabled && *nFlag == 0 {
 		cfg.Deliveries = 4000
 	}
@@ -118,7 +120,7 @@ func TestSimDynamoAll(t *testing.T) {
 		return previousDDB{Store: s, client: client}
 	}
 	cfg.StoreResolution = time.Second
-	res := runWith(t, cfg, "go run ./internal/cmd/testenv -server moto -- ")
+	res := runWith(t, cfg, "go run ./internal/cmd/testenv -server "+cmp.Or(os.Getenv("IDEM_DDB_SERVER"), "dynalite")+" -- ")
 	st := res.Stats
 	if cfg.Stager != nil && st.StagedLanded == 0 {
 		t.Errorf("stats %+v: no staged write landed", st)

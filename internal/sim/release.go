@@ -74,8 +74,9 @@ func (ks *keyState) fencing(token string) Invariant {
 	return Fencing
 }
 
-// maybeDowngrade rewrites, now and then, the failure just recorded for ks
-// in the store's previous encoding, if the store can.
+// maybeDowngrade rewrites, now and then, the failure or the step just
+// recorded for ks in the store's previous encoding, if the store can: as
+// a process of the previous version would have written it.
 func (s *simulation) maybeDowngrade(c *call) {
 	pe, ok := s.store.inner.(PreviousEncoding)
 	if !ok || !s.chance(s.cfg.Faults.Downgrade) {

@@ -178,18 +178,19 @@ func Mixed() []Service {
 
 // Staging is a service whose handlers run steps, stage writes to be
 // committed with their success (one in ten refused by its own condition),
-// and return large results now and then; its records are retained 30 s and
-// its keys often come back with another payload, so that new executions
-// meet expired records that hold steps.
+// and return large results now and then. Its records are retained 10 s and
+// its many keys come back after up to 90 s, often with another payload, so
+// that new executions meet expired records that hold steps (retryable
+// failures, in the previous encoding too).
 func Staging() Service {
 	sv := keyTraffic(Service{
-		Name: "staging", Retention: 30 * time.Second, Steps: true,
+		Name: "staging", Retention: 10 * time.Second, Steps: true,
 		Stage: 0.6, StageRefused: 0.1, Large: 0.2,
 		Deadlines:  []DeadlineMode{{Kind: Kill, Min: 5 * time.Second, Max: time.Minute}, {Kind: NoDeadline}},
 		HandlerMin: time.Millisecond, HandlerMax: 3 * time.Second,
-		Success: 0.7, Transient: 0.2, Permanent: 0.1,
-		RedeliverMin: time.Second, RedeliverMax: time.Minute,
+		Success: 0.55, Transient: 0.35, Permanent: 0.1,
+		RedeliverMin: 2 * time.Second, RedeliverMax: 90 * time.Second,
 	}, 2*time.Second)
-	sv.Reuse = 0.2
+	sv.Reuse, sv.ActiveKeys = 0.2, 12
 	return sv
 }

@@ -64,6 +64,7 @@ func (s *simulation) afterStep(c *call, token string, step core.Step, now time.T
 		ks.stepDone(step)
 	}
 	s.hist(c, hStep, ks.cur, nil)
+	s.maybeDowngrade(c)
 }
 
 // stepDone records that the current record lifetime completed step.
