@@ -58,7 +58,7 @@ func TestAcquirerSavesTheSecondReservation(t *testing.T) {
 			store = reserveOnly{mem}
 		}
 		var seen idem.Observation
-		r, err := idem.New(store, idem.WithClock(clock.Now), idem.WithSleep(clock.Sleep), idem.WithRetry(1, base, max),
+		r, err := idem.New(store, idem.WithClock(clock.Now), idem.WithSleep(clock.Sleep), idem.WithRetry(1, base, maxDelay),
 			idem.WithMaxAttempts(3), idem.WithRetention(time.Hour), idem.WithLease(time.Second, time.Minute),
 			idem.WithObserver(idem.ObserverFunc(func(_ context.Context, o idem.Observation) { seen = o })))
 		if err != nil {

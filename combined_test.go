@@ -228,8 +228,11 @@ func driveUntilStarted(t *testing.T, clock *fakeclock.Clock, started <-chan cont
 		case err := <-done:
 			cancel()
 			t.Fatalf("the call ended before its handler started: %v", err)
-		case <-blocked:
+		case err := <-blocked:
 			cancel()
+			if err != nil {
+				t.Fatalf("waiting for a goroutine to block on the clock: %v", err)
+			}
 			clock.Advance(time.Second)
 		}
 	}

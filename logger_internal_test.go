@@ -23,7 +23,7 @@ func TestDefaultLoggerInLambda(t *testing.T) {
 	fn := map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "orders-consumer"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}
-		for i := 0; i < len(kv); i += 2 {
+		for i := 0; i+1 < len(kv); i += 2 {
 			m[kv[i]] = kv[i+1]
 		}
 		return m

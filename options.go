@@ -62,6 +62,8 @@ type config struct {
 	logger          *slog.Logger
 	cacheSize       int
 	cacheTTL        time.Duration
+	progressSize    int
+	progressRecheck time.Duration
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
 	selection       core.Selection
@@ -107,13 +109,13 @@ func WithMaxAttempts(n int) Option {
 
 // WithRetry sets in-process retries of transient handler errors: at most
 // attemptsPerCall executions per call (1 disables retries), with full-jitter
-// backoff from base, capped at max, and never past the context's deadline.
-func WithRetry(attemptsPerCall int, base, max time.Duration) Option {
+// backoff from base, capped at maxDelay, and never past the context's deadline.
+func WithRetry(attemptsPerCall int, base, maxDelay time.Duration) Option {
 	return func(c *config) error {
-		if attemptsPerCall < 1 || base < 0 || max < base {
-			return fmt.Errorf("idem: retry needs attempts >= 1 and 0 <= base <= max, got %d, %v, %v", attemptsPerCall, base, max)
+		if attemptsPerCall < 1 || base < 0 || maxDelay < base {
+			return fmt.Errorf("idem: retry needs attempts >= 1 and 0 <= base <= max, got %d, %v, %v", attemptsPerCall, base, maxDelay)
 		}
-		c.attemptsPerCall, c.base, c.max = attemptsPerCall, base, max
+		c.attemptsPerCall, c.base, c.max = attemptsPerCall, base, maxDelay
 		return nil
 	}
 }

@@ -236,6 +236,7 @@ func (rn *renewal) extend() bool {
 // hold records rec, the renewal written at now, as the lease held.
 func (rn *renewal) hold(rec core.Record, now time.Time) {
 	rn.rec, rn.at = rec, now
+	rn.c.r.progress.hold(rec)
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	rn.w = rn.c.r.cfg.heldWindow(rec.LeaseUntil)

@@ -171,7 +171,9 @@ func TestRenewalStopsAtTheDeadline(t *testing.T) {
 						return nil, err
 					}
 					f.clock.Advance(every)
-					<-f.store.done
+					if err := <-f.store.done; err != nil {
+						return nil, fmt.Errorf("renewal: %w", err)
+					}
 				}
 				lease = f.lease(key)
 				return []byte(`1`), nil

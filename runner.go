@@ -56,6 +56,9 @@ type Runner struct {
 	handlerChain, storeChain []core.Classifier
 	// flights are the calls in flight with a wait (WithWait), by key.
 	flights flights
+	// progress is the memory of keys in progress (WithInProgressMemory);
+	// nil when off.
+	progress *progressMemory
 }
 
 // New returns a Runner over store, configured by opts. A bad option is an
@@ -81,6 +84,8 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		rand:            mrand.Float64,
 		token:           randomToken,
 		cacheTTL:        DefaultCacheTTL,
+		progressSize:    DefaultInProgressMemory,
+		progressRecheck: DefaultInProgressRecheck,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -113,6 +118,7 @@ func New(store Store, opts ...Option) (*Runner, error) {
 	if c.cacheSize > 0 {
 		r.cache = newResultCache(c.cacheSize, c.cacheTTL)
 	}
+	r.progress = newProgressMemory(c.progressSize, c.progressRecheck)
 	return r, nil
 }
 
@@ -195,12 +201,15 @@ func (r *Runner) newCall(ctx context.Context, key string) *call {
 // call is the state of one Do: its key and fingerprint, the time its
 // execution has, and what its store calls cost.
 type call struct {
-	r          *Runner
-	ctx        context.Context
-	key, fp    string
-	start      time.Time
-	w          window
-	tookOver   bool
+	r        *Runner
+	ctx      context.Context
+	key, fp  string
+	start    time.Time
+	w        window
+	tookOver bool
+	// held is the lease token of the call's reservation, remembered by
+	// the runner while the call runs ("": none).
+	held       string
 	storeCalls int
 	storeTime  time.Duration
 	// waitUntil is when the call's wait ends (zero: no wait); waited
@@ -306,10 +315,13 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 	for round := 0; ; round++ {
 		rec, err := c.claim(prev, now, policy)
 		if err == nil {
-			return c.execute(rec, fn)
+			return c.executeHeld(rec, fn)
 		}
 		var ce *ConflictError
 		if !errors.As(err, &ce) {
+			if core.Classify(err, c.r.storeChain...) == core.Transient {
+				c.r.progress.failed(c.key, now, cfg.rand)
+			}
 			return Outcome{}, fmt.Errorf("idem: reserve: %w", err)
 		}
 		existing := ce.Existing
@@ -317,6 +329,7 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 		if d.Action == core.InProgress {
 			existing, d, now = c.await(existing, d, now)
 		}
+		c.r.progress.observe(c.key, existing, now)
 		if d.Action != core.Execute {
 			return c.r.answer(existing, d, now)
 		}
@@ -344,6 +357,16 @@ func (r *Runner) answer(existing core.Record, d core.Decision, now time.Time) (O
 		return Outcome{Attempts: existing.Attempts}, &core.InProgressError{RetryAt: d.RetryAt}
 	}
 	return Outcome{Attempts: existing.Attempts}, d.Err
+}
+
+// executeHeld executes fn under rec, the call's reservation, with the key
+// remembered in progress by the runner (WithInProgressMemory) until the
+// call ends.
+func (c *call) executeHeld(rec core.Record, fn Handler) (Outcome, error) {
+	c.r.progress.hold(rec)
+	c.held = rec.LeaseToken
+	defer func() { c.r.progress.release(c.key, c.held) }()
+	return c.execute(rec, fn)
 }
 
 // execute runs fn under the reservation rec until it succeeds, fails
@@ -435,6 +458,8 @@ func (c *call) retry(rec core.Record, herr error, now time.Time, delay time.Dura
 	if err != nil {
 		return core.Record{}, fmt.Errorf("idem: re-reserve for attempt %d: %w", failed.Attempts+1, err)
 	}
+	c.r.progress.hold(next)
+	c.held = next.LeaseToken
 	return next, nil
 }
 

@@ -100,7 +100,7 @@ func TestMaxAttemptsBoundsExecutionsAcrossCrashes(t *testing.T) {
 		{"every execution crashes", func(int32) bool { return true }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, idem.WithMaxAttempts(3), idem.WithRetry(3, base, max), idem.WithLease(time.Second, time.Minute))
+			f := newFixture(t, idem.WithMaxAttempts(3), idem.WithRetry(3, base, maxDelay), idem.WithLease(time.Second, time.Minute))
 			var runs atomic.Int32
 			h := func(ctx context.Context) ([]byte, error) {
 				if tc.crashOn(runs.Add(1)) {

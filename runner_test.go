@@ -20,8 +20,8 @@ import (
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
 const (
-	base = 100 * time.Millisecond
-	max  = 400 * time.Millisecond
+	base     = 100 * time.Millisecond
+	maxDelay = 400 * time.Millisecond
 )
 
 type fixture struct {
@@ -38,7 +38,7 @@ func newFixture(t *testing.T, opts ...idem.Option) *fixture {
 		idem.WithClock(f.clock.Now),
 		idem.WithSleep(f.clock.Sleep),
 		idem.WithRand(func() float64 { return math.Nextafter(1, 0) }),
-		idem.WithRetry(3, base, max),
+		idem.WithRetry(3, base, maxDelay),
 		idem.WithMaxAttempts(5),
 	}, opts...)
 	r, err := idem.New(f.store, all...)
@@ -61,6 +61,15 @@ func (f *fixture) ctx(t *testing.T, d time.Duration) context.Context {
 func (f *fixture) do(key, body string, fn idem.Handler) error {
 	_, err := f.runner.Do(f.ctx(f.t, 30*time.Second), key, []byte(body), fn)
 	return err
+}
+
+// mustDo makes a call that sets a test up: it fails the test unless the
+// call fails exactly when wantErr says it does.
+func (f *fixture) mustDo(key, body string, fn idem.Handler, wantErr bool) {
+	f.t.Helper()
+	if err := f.do(key, body, fn); (err != nil) != wantErr {
+		f.t.Fatalf("setting up with %s: error %v, want an error: %v", key, err, wantErr)
+	}
 }
 
 type deadlineCtx struct {
@@ -186,7 +195,7 @@ func TestTransientErrorsExhaustWithCappedDelays(t *testing.T) {
 }
 
 func TestAttemptsCountAcrossDeliveries(t *testing.T) {
-	f := newFixture(t, idem.WithRetry(2, base, max), idem.WithMaxAttempts(3))
+	f := newFixture(t, idem.WithRetry(2, base, maxDelay), idem.WithMaxAttempts(3))
 	h := &counter{result: []byte(`"done"`), errs: []error{transient("a"), transient("b"), transient("c")}}
 	ctx := f.ctx(t, 30*time.Second)
 	out, err := f.runner.Do(ctx, "evt:e6:notify", []byte(`{}`), h.handler)
@@ -415,8 +424,8 @@ func TestBadOptions(t *testing.T) {
 		"retention":    idem.WithRetention(0),
 		"lease":        idem.WithLease(-1, time.Second),
 		"max attempts": idem.WithMaxAttempts(0),
-		"retry":        idem.WithRetry(0, base, max),
-		"retry order":  idem.WithRetry(2, max, base),
+		"retry":        idem.WithRetry(0, base, maxDelay),
+		"retry order":  idem.WithRetry(2, maxDelay, base),
 		"clock":        idem.WithClock(nil),
 		"sleep":        idem.WithSleep(nil),
 		"rand":         idem.WithRand(nil),

@@ -44,7 +44,7 @@ func newStagingFixture(t *testing.T, opts ...idem.Option) (*fixture, *stagingCou
 	cs := &stagingCounter{Store: f.store}
 	all := append([]idem.Option{
 		idem.WithClock(f.clock.Now), idem.WithSleep(f.clock.Sleep),
-		idem.WithRand(func() float64 { return 0 }), idem.WithRetry(3, base, max), idem.WithMaxAttempts(5),
+		idem.WithRand(func() float64 { return 0 }), idem.WithRetry(3, base, maxDelay), idem.WithMaxAttempts(5),
 	}, opts...)
 	r, err := idem.New(cs, all...)
 	if err != nil {

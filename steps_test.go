@@ -269,7 +269,7 @@ func (s lostStepAnswers) RecordStep(ctx context.Context, key, token string, step
 func TestStepWriteAnswerLost(t *testing.T) {
 	f := newFixture(t)
 	r, err := idem.New(lostStepAnswers{f.store}, idem.WithClock(f.clock.Now), idem.WithSleep(f.clock.Sleep),
-		idem.WithRetry(3, base, max), idem.WithCompletionAttempts(2))
+		idem.WithRetry(3, base, maxDelay), idem.WithCompletionAttempts(2))
 	if err != nil {
 		t.Fatal(err)
 	}

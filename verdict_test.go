@@ -25,23 +25,23 @@ func TestVerdicts(t *testing.T) {
 		label string
 	}{
 		{name: "executed", key: "evt:v1:a", fn: ok, want: idem.Executed, label: "executed"},
-		{name: "replayed", key: "evt:v2:a", fn: ok, setup: func(f *fixture) { f.do("evt:v2:a", `{}`, ok) }, want: idem.Replayed, label: "replayed"},
+		{name: "replayed", key: "evt:v2:a", fn: ok, setup: func(f *fixture) { f.mustDo("evt:v2:a", `{}`, ok, false) }, want: idem.Replayed, label: "replayed"},
 		{name: "replayed failure", key: "evt:v3:a", fn: ok, setup: func(f *fixture) {
-			f.do("evt:v3:a", `{}`, func(context.Context) ([]byte, error) { return nil, errors.New("declined") })
+			f.mustDo("evt:v3:a", `{}`, func(context.Context) ([]byte, error) { return nil, errors.New("declined") }, true)
 		}, want: idem.ReplayedFailure, label: "replayed_failure"},
-		{name: "key reused", key: "evt:v4:a", body: `{"n":2}`, fn: ok, setup: func(f *fixture) { f.do("evt:v4:a", `{"n":1}`, ok) }, want: idem.KeyReused, label: "key_reused"},
+		{name: "key reused", key: "evt:v4:a", body: `{"n":2}`, fn: ok, setup: func(f *fixture) { f.mustDo("evt:v4:a", `{"n":1}`, ok, false) }, want: idem.KeyReused, label: "key_reused"},
 		{name: "invalid key", key: "bad key", fn: ok, want: idem.InvalidKey, label: "invalid_key"},
 		{name: "invalid payload", key: "evt:v5:a", body: `{"n":`, fn: ok, want: idem.InvalidPayload, label: "invalid_payload"},
 		{name: "failed permanently", key: "evt:v6:a", fn: func(context.Context) ([]byte, error) { return nil, errors.New("declined") }, want: idem.FailedPermanently, label: "failed_permanently"},
 		{name: "failed transiently", key: "evt:v7:a", fn: func(context.Context) ([]byte, error) { return nil, transient("busy") }, want: idem.FailedTransiently, label: "failed_transiently"},
 		{name: "retries exhausted", key: "evt:v8:a", fn: ok, setup: func(f *fixture) {
 			for i := 0; i < 2; i++ {
-				f.do("evt:v8:a", `{}`, func(context.Context) ([]byte, error) { return nil, transient("busy") })
+				f.mustDo("evt:v8:a", `{}`, func(context.Context) ([]byte, error) { return nil, transient("busy") }, true)
 			}
 		}, want: idem.RetriesExhausted, label: "retries_exhausted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, idem.WithRetry(1, base, max), idem.WithMaxAttempts(2))
+			f := newFixture(t, idem.WithRetry(1, base, maxDelay), idem.WithMaxAttempts(2))
 			f.t = t
 			if tc.setup != nil {
 				tc.setup(f)

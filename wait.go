@@ -98,6 +98,9 @@ func (c *call) join(now time.Time, fn Handler) (Outcome, error) {
 	}
 	if !c.waitUntil.After(now) {
 		c.waitUntil = time.Time{}
+		if out, err, ok := c.r.progress.answer(c.key, c.fp, now, core.Policy{MaxAttempts: c.r.cfg.maxAttempts}); ok {
+			return out, err
+		}
 		return c.reserve(now, fn)
 	}
 	f, leader := c.r.flights.join(c.key, c.fp, c.w.leaseUntil)

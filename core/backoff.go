@@ -7,22 +7,22 @@ import (
 
 // Backoff returns the delay before retry number attempt (1 for the first
 // retry) with full jitter: a draw r in [0, 1) scaled over
-// [0, min(max, base·2^(attempt-1))], so r=0 gives no delay and r just under
+// [0, min(limit, base·2^(attempt-1))], so r=0 gives no delay and r just under
 // 1 gives the whole capped delay. attempt below 1 counts as 1; a
-// non-positive base gives 0; a max below base is taken as base.
-func Backoff(attempt int, base, max time.Duration, r float64) time.Duration {
+// non-positive base gives 0; a limit below base is taken as base.
+func Backoff(attempt int, base, limit time.Duration, r float64) time.Duration {
 	if base <= 0 {
 		return 0
 	}
-	if max < base {
-		max = base
+	if limit < base {
+		limit = base
 	}
 	if attempt < 1 {
 		attempt = 1
 	}
-	d := max
+	d := limit
 	if attempt <= 62 {
-		if exp := float64(base) * math.Pow(2, float64(attempt-1)); exp < float64(max) {
+		if exp := float64(base) * math.Pow(2, float64(attempt-1)); exp < float64(limit) {
 			d = time.Duration(exp)
 		}
 	}

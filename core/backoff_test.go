@@ -9,7 +9,7 @@ import (
 var justUnder1 = math.Nextafter(1, 0)
 
 func TestBackoff(t *testing.T) {
-	const base, max = 100 * time.Millisecond, time.Second
+	const base, maxDelay = 100 * time.Millisecond, time.Second
 	tests := []struct {
 		name    string
 		attempt int
@@ -31,12 +31,12 @@ func TestBackoff(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := Backoff(tc.attempt, base, max, tc.r); got != tc.want {
+			if got := Backoff(tc.attempt, base, maxDelay, tc.r); got != tc.want {
 				t.Fatalf("Backoff(%d, r=%v) = %v want %v", tc.attempt, tc.r, got, tc.want)
 			}
 		})
 	}
-	if got := Backoff(3, 0, max, 0.9); got != 0 {
+	if got := Backoff(3, 0, maxDelay, 0.9); got != 0 {
 		t.Fatalf("zero base: %v", got)
 	}
 	if got := Backoff(3, base, 0, justUnder1); got != base {

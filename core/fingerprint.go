@@ -464,7 +464,9 @@ func (c *canonicalizer) number() error {
 	case i < len(in) && in[i] == '0':
 		i++
 	case i < len(in) && '1' <= in[i] && in[i] <= '9':
-		for i++; i < len(in) && isDigit(in[i]); i++ {
+		i++
+		for i < len(in) && isDigit(in[i]) {
+			i++
 		}
 	default:
 		return c.syntaxError(i, "in numeric literal")
@@ -474,7 +476,8 @@ func (c *canonicalizer) number() error {
 		if i >= len(in) || !isDigit(in[i]) {
 			return c.syntaxError(i, "after decimal point in numeric literal")
 		}
-		for ; i < len(in) && isDigit(in[i]); i++ {
+		for i < len(in) && isDigit(in[i]) {
+			i++
 		}
 	}
 	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
@@ -485,7 +488,8 @@ func (c *canonicalizer) number() error {
 		if i >= len(in) || !isDigit(in[i]) {
 			return c.syntaxError(i, "in exponent of numeric literal")
 		}
-		for ; i < len(in) && isDigit(in[i]); i++ {
+		for i < len(in) && isDigit(in[i]) {
+			i++
 		}
 	}
 	c.out = append(c.out, in[c.pos:i]...)

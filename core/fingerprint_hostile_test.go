@@ -20,7 +20,7 @@ func deepObjects(d int) string {
 
 // deepMixed alternates arrays and objects, the innermost holding a 0.
 func deepMixed(d int) string {
-	var open, close strings.Builder
+	var open, closing strings.Builder
 	for i := range d {
 		if i%2 == 0 {
 			open.WriteString("[")
@@ -30,12 +30,12 @@ func deepMixed(d int) string {
 	}
 	for i := d - 1; i >= 0; i-- {
 		if i%2 == 0 {
-			close.WriteString("]")
+			closing.WriteString("]")
 		} else {
-			close.WriteString("}")
+			closing.WriteString("}")
 		}
 	}
-	return open.String() + "0" + close.String()
+	return open.String() + "0" + closing.String()
 }
 
 // repeatTo repeats s up to n bytes.

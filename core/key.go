@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -50,6 +51,7 @@ func DeriveKey(parts ...string) (string, error) {
 	}
 	total := 0
 	h := sha256.New()
+	var prefix [21]byte // a part's length in decimal and ':'
 	for i, p := range parts {
 		if p == "" {
 			return "", fmt.Errorf("%w: key part %d is empty", ErrInvalidKey, i)
@@ -58,7 +60,7 @@ func DeriveKey(parts ...string) (string, error) {
 			return "", fmt.Errorf("%w: key part %d has a control character", ErrInvalidKey, i)
 		}
 		total += len(p)
-		fmt.Fprintf(h, "%d:", len(p))
+		h.Write(append(strconv.AppendInt(prefix[:0], int64(len(p)), 10), ':'))
 		h.Write([]byte(p))
 	}
 	if total > MaxSourceLen {

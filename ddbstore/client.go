@@ -3,6 +3,7 @@ package ddbstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -127,7 +128,7 @@ func (c *inMemoryBody) Do(r *http.Request) (*http.Response, error) {
 	}
 	buf := make([]byte, r.ContentLength+1)
 	n, err := io.ReadFull(r.Body, buf)
-	if cerr := r.Body.Close(); err == io.ErrUnexpectedEOF || err == nil {
+	if cerr := r.Body.Close(); errors.Is(err, io.ErrUnexpectedEOF) || err == nil {
 		err = cerr
 	}
 	if err != nil {

@@ -38,6 +38,7 @@ func TestConditionsMatchCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 1, freshConnections() })
+	setup := setupClient(cfg)
 	layouts := map[string][]Option{
 		"default": nil,
 		// A single-table layout: the conditions name every attribute by
@@ -51,10 +52,10 @@ func TestConditionsMatchCore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			table := fmt.Sprintf("idem-conditions-%s-%d", strings.ReplaceAll(name, " ", "-"), time.Now().UnixNano())
-			if _, err := CreateTable(ctx, client, table, opts...); err != nil {
+			if _, err := CreateTable(ctx, setup, table, opts...); err != nil {
 				t.Fatal(err)
 			}
-			defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+			defer func() { _, _ = setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) }()
 			s, err := New(client, table, opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -107,7 +108,11 @@ func storedRecords(at func(int) time.Time) []core.Record {
 
 func (s *Store) putRaw(t *testing.T, rec core.Record) {
 	t.Helper()
-	_, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: s.encode(normalize(rec), nil, "")})
+	// An unconditional put is safe to send again: this one call may retry what the SDK
+	// retries (a response cut by a closed connection, aws-sdk-go-v2 #2737, which moto's
+	// server provokes now and then even on fresh connections).
+	retry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }
+	_, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: s.encode(normalize(rec), nil, "")}, retry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +219,9 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 		if old {
 			delete(item, s.names.AttemptsCarried)
 		}
-		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		// Unconditional, so it may retry, as putRaw does.
+		retry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }
+		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}, retry); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -258,4 +265,12 @@ func freshConnections() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DisableKeepAlives = true
 	return &http.Client{Transport: tr}
+}
+
+// setupClient is the SDK client that creates and deletes the tables of the
+// tests whose client under test does not retry: setup is not under test, and
+// moto may cut a response (use of closed network connection) even on a fresh
+// connection, so it retries like a default client.
+func setupClient(cfg aws.Config) *dynamodb.Client {
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 })
 }

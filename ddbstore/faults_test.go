@@ -232,7 +232,7 @@ func TestFaultsOnRead(t *testing.T) {
 			ctx := context.Background()
 			var runs atomic.Int32
 			handler := func(context.Context) ([]byte, error) { runs.Add(1); return []byte(`"done"`), nil }
-			mustDo(t, r, ctx, "read:key:1", handler)
+			mustDo(t, ctx, r, "read:key:1", handler)
 
 			f.rec.inject(fault{Op: "GetItem", Kind: kind, Times: -1})
 			_, err := f.store.Get(ctx, "read:key:1", clock.Now())

@@ -307,8 +307,8 @@ func TestCallsPerPath(t *testing.T) {
 			t.Errorf("%s on %q: %+v; want %+v", name, server(), got, w)
 		}
 	}
-	step("first run", want{1, 1, 0}, func() { mustDo(t, r, ctx, "calls:key:1", ok) })
-	step("duplicate of completed", want{1, 0, extra}, func() { mustDo(t, r, ctx, "calls:key:1", ok) })
+	step("first run", want{1, 1, 0}, func() { mustDo(t, ctx, r, "calls:key:1", ok) })
+	step("duplicate of completed", want{1, 0, extra}, func() { mustDo(t, ctx, r, "calls:key:1", ok) })
 
 	// In progress: a lease held by another caller.
 	now := clock.Now()
@@ -322,7 +322,7 @@ func TestCallsPerPath(t *testing.T) {
 		}
 	})
 	clock.Advance(2 * time.Minute)
-	step("takeover of an expired lease", want{1, 1, 0}, func() { mustDo(t, r, ctx, "calls:key:2", ok) })
+	step("takeover of an expired lease", want{1, 1, 0}, func() { mustDo(t, ctx, r, "calls:key:2", ok) })
 
 	// Retry of a retryable failure.
 	tr := newRunnerOpts(t, f.store, clock, idem.WithRetry(1, 0, 0))
@@ -335,13 +335,13 @@ func TestCallsPerPath(t *testing.T) {
 		}
 	})
 	step("retry of a retryable failure", want{1, 1, 0}, func() {
-		if out := mustDo(t, r, ctx, "calls:key:3", ok); out.Attempts != 2 {
+		if out := mustDo(t, ctx, r, "calls:key:3", ok); out.Attempts != 2 {
 			t.Errorf("retry ran attempt %d, want 2", out.Attempts)
 		}
 	})
 	clock.Advance(2 * idem.DefaultRetention)
 	step("first run over an expired record", want{1, 1, 0}, func() {
-		if out := mustDo(t, r, ctx, "calls:key:1", ok); out.Replayed || out.Attempts != 1 {
+		if out := mustDo(t, ctx, r, "calls:key:1", ok); out.Replayed || out.Attempts != 1 {
 			t.Errorf("run after retention = %+v, want executed at attempt 1", out)
 		}
 	})
@@ -352,7 +352,7 @@ func TestCallsPerPath(t *testing.T) {
 	})
 }
 
-func mustDo(t *testing.T, r *idem.Runner, ctx context.Context, key string, fn idem.Handler) idem.Outcome {
+func mustDo(t *testing.T, ctx context.Context, r *idem.Runner, key string, fn idem.Handler) idem.Outcome {
 	t.Helper()
 	out, err := r.Do(ctx, key, []byte(`{}`), fn)
 	if err != nil {

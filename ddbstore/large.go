@@ -28,8 +28,8 @@ const (
 	AttrResultSize = "result_size"
 )
 
-// ErrLargeResult: the blob store that keeps large results (WithLargeResults)
-// failed. On Complete, the object could not be written, and no record was
+// ErrLargeResult reports that the blob store that keeps large results
+// (WithLargeResults) failed. On Complete, the object could not be written, and no record was
 // written either: the error is transient if the blob store's error is (S3
 // throttling such as SlowDown, HTTP 5xx, transport failures: see
 // awsclassify), so the runner retries the completion, and permanent

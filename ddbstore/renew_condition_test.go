@@ -35,13 +35,14 @@ func TestRenewConditionMatchesCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 1, freshConnections() })
+	setup := setupClient(cfg)
 	opts := []Option{WithKeyAttribute("PK"), WithSortKey("SK", "idempotency#"), WithTTLAttribute("ttl"),
 		WithAttributeNames(AttributeNames{Status: "state", LeaseToken: "token", LeaseUntil: "lease", UpdatedAt: "timestamp"})}
 	table := fmt.Sprintf("idem-renew-conditions-%d", time.Now().UnixNano())
-	if _, err := CreateTable(ctx, client, table, opts...); err != nil {
+	if _, err := CreateTable(ctx, setup, table, opts...); err != nil {
 		t.Fatal(err)
 	}
-	defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	defer func() { _, _ = setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) }()
 	s, err := New(client, table, opts...)
 	if err != nil {
 		t.Fatal(err)

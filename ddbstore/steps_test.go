@@ -34,11 +34,12 @@ func stepStore(t *testing.T, opts ...Option) *Store {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 1, freshConnections() })
+	setup := setupClient(cfg)
 	table := fmt.Sprintf("idem-steps-%d", time.Now().UnixNano())
-	if _, err := CreateTable(ctx, client, table, opts...); err != nil {
+	if _, err := CreateTable(ctx, setup, table, opts...); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	t.Cleanup(func() { _, _ = setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
 	s, err := New(client, table, opts...)
 	if err != nil {
 		t.Fatal(err)

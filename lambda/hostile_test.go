@@ -30,8 +30,8 @@ import (
 const hostileDepth = 100_000
 
 // nested returns depth opens, the leaf, and depth closes.
-func nested(depth int, open, leaf, close string) string {
-	return strings.Repeat(open, depth) + leaf + strings.Repeat(close, depth)
+func nested(depth int, open, leaf, closing string) string {
+	return strings.Repeat(open, depth) + leaf + strings.Repeat(closing, depth)
 }
 
 // oneMiB is a JSON object of a little over 1 MiB.

@@ -674,7 +674,7 @@ func TestFunctionURLCommaJoinedKey(t *testing.T) {
 // Options of one kind of wrapper do not fit another: the constructors take
 // BatchOption or HTTPOption, and only the common Option is both.
 func TestOptionKinds(t *testing.T) {
-	var common idemlambda.Option = idemlambda.WithClock(time.Now)
+	common := idemlambda.WithClock(time.Now)
 	var _ idemlambda.BatchOption = common
 	var _ idemlambda.HTTPOption = common
 	if _, ok := idemlambda.WithConcurrency(2).(idemlambda.HTTPOption); ok {

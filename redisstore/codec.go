@@ -180,7 +180,7 @@ func decodeFlat(key string, flat []any) (rec core.Record, found bool, err error)
 		return core.Record{}, false, fmt.Errorf("%w: odd number of hash elements", ErrCorruptRecord)
 	}
 	h := make(map[string]string, len(flat)/2)
-	for i := 0; i < len(flat); i += 2 {
+	for i := 0; i+1 < len(flat); i += 2 {
 		k, ok1 := flat[i].(string)
 		v, ok2 := flat[i+1].(string)
 		if !ok1 || !ok2 {

@@ -46,7 +46,10 @@ func runTests(m *testing.M) int {
 			return 1
 		}
 		defer srv.Stop()
-		os.Setenv("IDEM_REDIS_ADDR", srv.Addr)
+		if err := os.Setenv("IDEM_REDIS_ADDR", srv.Addr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	return m.Run()
 }

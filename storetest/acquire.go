@@ -109,10 +109,10 @@ var acquireCases = []testCase{
 	}},
 	{"AcquireRefusesAnotherPayload", "Acquire with another fingerprint is refused with a conflict holding the record, over a retryable failure and over an expired lease", func(e *env) {
 		k := e.key()
-		rec := e.mustAcquire(k, "tok-a", 0, 30, 1, "")
+		e.mustAcquire(k, "tok-a", 0, 30, 1, "")
 		_, _, err := e.acquire(k, "tok-b", "other-"+fp, 31, 30)
 		e.conflict(err, "tok-a", core.StatusInProgress)
-		rec = e.mustAcquire(k, "tok-c", 32, 30, 2, "tok-a")
+		rec := e.mustAcquire(k, "tok-c", 32, 30, 2, "tok-a")
 		e.failRetryably(rec, 33)
 		_, _, err = e.acquire(k, "tok-d", "other-"+fp, 34, 30)
 		if seen := e.conflict(err, "tok-c", core.StatusFailed); seen.Fingerprint != fp {

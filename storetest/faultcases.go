@@ -48,6 +48,8 @@ var faultCases = []faultCase{
 		nil, runnerCompleteAnswerLost},
 	{"RunnerCompleteAnswerLostAlways", "through idem.Runner: when every completion's answer is lost, Do returns the result or ErrOutcomeNotRecorded; the outcome is stored anyway and a duplicate replays it; the handler ran once",
 		nil, runnerCompleteAnswerLostAlways},
+	{"RunnerStorm", "through idem.Runner, with its default memory of keys in progress: 100 deliveries over 10 s of a key another process holds make at most 11 store calls, each answered in progress with the holder's lease end; 100 more while every write is throttled make at most 5, each in progress or the store's transient error; once the holder's success is stored, a delivery replays it from the store before the lease ends; the handler never runs",
+		nil, runnerStorm},
 }
 
 func reserveNotApplied(e *fenv, fault Fault) {

@@ -5,8 +5,11 @@ package test
 import (
 	"debug/buildinfo"
 	"debug/elf"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,6 +29,7 @@ func TestBuiltBootstraps(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("sam build's output: %v", err)
 	}
+	documented := documentedSizes(t)
 	for _, fn := range functions {
 		t.Run(fn.resource, func(t *testing.T) {
 			path := filepath.Join(dir, fn.resource, "bootstrap")
@@ -37,6 +41,9 @@ func TestBuiltBootstraps(t *testing.T) {
 				t.Errorf("mode %v: Lambda cannot execute it", fi.Mode())
 			}
 			t.Logf("%s: %d bytes", path, fi.Size())
+			if d := documented[fn.resource]; math.Abs(float64(fi.Size()-d)) > 0.1*float64(d) {
+				t.Errorf("built %d bytes; docs/deployment.md's stripping table gives %d: measure again and update it", fi.Size(), d)
+			}
 			checkELF(t, path)
 			checkBuildInfo(t, path, devserver.ModulePath+"/"+fn.pkg)
 		})
@@ -85,4 +92,33 @@ func checkBuildInfo(t *testing.T, path, mainPkg string) {
 			t.Errorf("build setting %s = %q want %q", k, got[k], want)
 		}
 	}
+}
+
+// documentedSizes returns the stripped sizes docs/deployment.md's table gives, by
+// function resource.
+func documentedSizes(t *testing.T) map[string]int64 {
+	t.Helper()
+	root, err := devserver.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "docs", "deployment.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	row := regexp.MustCompile("(?m)^\\| `(\\w+Function)` \\|.*\\| ([0-9,]+) B \\([^|]*\\) \\|$")
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		n, err := strconv.ParseInt(strings.ReplaceAll(m[2], ",", ""), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[m[1]] = n
+	}
+	for _, fn := range functions {
+		if sizes[fn.resource] == 0 {
+			t.Errorf("docs/deployment.md's stripping table gives no size for %s", fn.resource)
+		}
+	}
+	return sizes
 }

@@ -151,37 +151,6 @@ func deadLetterQueue(t *testing.T, tpl node) string {
 	return name
 }
 
-func TestTemplateDeadLetterAlarm(t *testing.T) {
-	tpl, _ := loadTemplate(t)
-	res := tpl.get(t, "Resources")
-	dlq := deadLetterQueue(t, tpl)
-	var found int
-	for _, name := range resourcesOfType(t, tpl, "AWS::CloudWatch::Alarm") {
-		p := res.get(t, name+".Properties")
-		dims := p.get(t, "Dimensions").list(t)
-		if len(dims) != 1 || dims[0].get(t, "Name").str(t) != "QueueName" || dims[0].get(t, "Value").ref() != "!GetAtt "+dlq+".QueueName" {
-			continue
-		}
-		found++
-		for k, want := range map[string]string{
-			"Namespace":          "AWS/SQS",
-			"MetricName":         "ApproximateNumberOfMessagesVisible",
-			"ComparisonOperator": "GreaterThanThreshold",
-			"TreatMissingData":   "notBreaching",
-		} {
-			if got := p.get(t, k).str(t); got != want {
-				t.Errorf("%s: %s = %q want %q", name, k, got, want)
-			}
-		}
-		if th, err := strconv.ParseFloat(p.get(t, "Threshold").str(t), 64); err != nil || th != 0 {
-			t.Errorf("%s: Threshold = %v (%v), want 0: the first message in the DLQ alarms", name, th, err)
-		}
-	}
-	if found != 1 {
-		t.Errorf("%d alarms on %s's depth, want 1", found, dlq)
-	}
-}
-
 // TestTemplateLogging: tracing on, JSON logs, and each function's own log group
 // named as Lambda would name it, with a retention.
 func TestTemplateLogging(t *testing.T) {
@@ -263,6 +232,77 @@ func TestBuildCommandDocumented(t *testing.T) {
 			t.Error(err)
 		} else if !strings.Contains(string(b), tc.want) {
 			t.Errorf("%s does not contain %q", tc.file, tc.want)
+		}
+	}
+}
+
+// resourceTypes are the words docs/deployment.md's table of resources uses for the
+// template's resource types.
+var resourceTypes = map[string]string{
+	"DynamoDB table": "AWS::DynamoDB::Table", "DynamoDB tables": "AWS::DynamoDB::Table",
+	"SQS queue": "AWS::SQS::Queue", "SQS queues": "AWS::SQS::Queue",
+	"CloudWatch alarm": "AWS::CloudWatch::Alarm", "CloudWatch alarms": "AWS::CloudWatch::Alarm",
+	"CloudWatch Logs log group": "AWS::Logs::LogGroup", "CloudWatch Logs log groups": "AWS::Logs::LogGroup",
+	"function": "AWS::Serverless::Function",
+}
+
+// TestDeploymentResourceTable: docs/deployment.md's table of resources names every
+// resource of the template once, with its type, and nothing else.
+func TestDeploymentResourceTable(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	_, table, ok := strings.Cut(docSection(t, "docs/deployment.md", "## The template's resources"), "| --- | --- | --- |\n")
+	if !ok {
+		t.Fatal("docs/deployment.md has no table under \"The template's resources\"")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	documented := map[string]string{}
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.Trim(row, "|"), "|")
+		if len(cells) != 3 {
+			t.Fatalf("row %q: want 3 cells", row)
+		}
+		typ, ok := resourceTypes[strings.TrimSpace(cells[1])]
+		if !ok {
+			t.Errorf("row %q: unknown type %q", row, strings.TrimSpace(cells[1]))
+		}
+		for _, name := range strings.Split(cells[0], ",") {
+			name = strings.Trim(strings.TrimSpace(name), "`")
+			if _, dup := documented[name]; dup {
+				t.Errorf("%s is in the table twice", name)
+			}
+			documented[name] = typ
+		}
+	}
+	res := tpl.get(t, "Resources")
+	for _, name := range res.keys() {
+		typ := res.get(t, name+".Type").str(t)
+		switch got, ok := documented[name]; {
+		case !ok:
+			t.Errorf("the template's %s (%s) is not in docs/deployment.md's table", name, typ)
+		case got != typ:
+			t.Errorf("docs/deployment.md gives %s the type %s, the template %s", name, got, typ)
+		}
+		delete(documented, name)
+	}
+	for name := range documented {
+		t.Errorf("docs/deployment.md's table names %s, which the template does not have", name)
+	}
+}
+
+// TestLambdaDocFunctions: docs/lambda.md's example service says how many functions the
+// template deploys, and names each.
+func TestLambdaDocFunctions(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	section := docSection(t, "docs/lambda.md", "## The example service and its deployment")
+	words := []string{"no", "one", "two", "three", "four", "five", "six"}
+	if want := "has " + words[len(functions)] + " functions deployed by the template"; !strings.Contains(section, want) {
+		t.Errorf("docs/lambda.md does not say %q", want)
+	}
+	res := tpl.get(t, "Resources")
+	for _, fn := range functions {
+		name := strings.TrimPrefix(res.get(t, fn.resource+".Properties.FunctionName").sub(), "${AWS::StackName}-")
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/lambda.md's example service does not name %s", name)
 		}
 	}
 }

@@ -130,7 +130,7 @@ var functions = []function{
 		resource: "OrdersApiFunction", pkg: "examples/orders/cmd/orders-api", env: orders.APIEnv,
 		envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable", orders.EnvOrdersTable: "!Ref OrdersTable", orders.EnvQueueURL: "!Ref OrdersQueue"},
 		grants: map[string][]string{
-			"!GetAtt IdempotencyTable.Arn": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+			"!GetAtt IdempotencyTable.Arn": {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 			"!GetAtt OrdersTable.Arn":      {"dynamodb:PutItem"},
 			"!GetAtt OrdersQueue.Arn":      {"sqs:SendMessage"},
 		},
@@ -139,7 +139,7 @@ var functions = []function{
 		resource: "OrdersConsumerFunction", pkg: "examples/orders/cmd/orders-consumer", env: orders.ConsumerEnv,
 		envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable", orders.EnvLedgerTable: "!Ref LedgerTable"},
 		grants: map[string][]string{
-			"!GetAtt IdempotencyTable.Arn": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+			"!GetAtt IdempotencyTable.Arn": {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 			"!GetAtt LedgerTable.Arn":      {"dynamodb:PutItem"},
 		},
 	},
@@ -147,7 +147,7 @@ var functions = []function{
 		resource: "OrdersStreamFunction", pkg: "examples/orders/cmd/orders-stream", env: orders.StreamEnv,
 		envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable", orders.EnvAuditTable: "!Ref AuditTable"},
 		grants: map[string][]string{
-			"!GetAtt IdempotencyTable.Arn": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+			"!GetAtt IdempotencyTable.Arn": {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 			"!GetAtt AuditTable.Arn":       {"dynamodb:PutItem"},
 		},
 	},

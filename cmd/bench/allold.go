@@ -130,7 +130,7 @@ func allOldCheck(ctx context.Context, rep *report, env *motoEnv, f flags) (*allO
 		return nil, err
 	}
 	live := makeEvents("f_live_inprogress", "seq", n, 0)
-	if err := prewriteInProgress(10*time.Minute)(b, st, live); err != nil {
+	if err := prewriteInProgress(liveLease)(b, st, live); err != nil {
 		return nil, err
 	}
 	if res.LiveCalls, err = count("f_live_inprogress", live, do); err != nil {

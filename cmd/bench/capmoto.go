@@ -94,7 +94,7 @@ func stagedRows(e *capEnv) ([]capRow, error) {
 	var rows []capRow
 	for _, k := range stagedCounts {
 		name := fmt.Sprintf("staged_%d", k)
-		h := func(i int, ev event) idem.Handler {
+		h := func(_ int, ev event) idem.Handler {
 			return func(ctx context.Context) ([]byte, error) {
 				items := make([]types.TransactWriteItem, k)
 				for j := range items {

@@ -146,9 +146,13 @@ func (r *report) capacityTargets(add func(target)) {
 	}
 	if s := r.Storm; s != nil && s.Dynalite != nil {
 		d := s.Dynalite
+		before := ""
+		if o := s.DynaliteNoMemory; o != nil {
+			before = fmt.Sprintf("; without the memory of keys in progress %s", fmtUnits(o.WritePerLeaseSecond))
+		}
 		add(target{Target: fmt.Sprintf("storm: at most %d write units per second of lease", stormTarget),
-			Measured: fmt.Sprintf("%s per second of a %s lease (%d deliveries, %s write units each; simulation %s)", fmtUnits(d.WritePerLeaseSecond), stormLease,
-				d.Deliveries, fmtUnits(d.WritePerDelivery), fmtUnits(s.Sim.WritePerLeaseSecond)),
+			Measured: fmt.Sprintf("%s per second of a %s lease (%d deliveries, %s write units each; simulation %s%s)", fmtUnits(d.WritePerLeaseSecond), stormLease,
+				d.Deliveries, fmtUnits(d.WritePerDelivery), fmtUnits(s.Sim.WritePerLeaseSecond), before),
 			Status: status(d.WritePerLeaseSecond <= stormTarget)})
 	}
 }

@@ -94,7 +94,7 @@ func kinesisDeliveries(e *capEnv) (func(bool) error, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	h, err := idemlambda.Kinesis(r, "bench", idemlambda.KinesisKeyFromDataField("id"), func(_ context.Context, rec events.KinesisEventRecord) ([]byte, error) {
+	h, err := idemlambda.Kinesis(r, "bench", idemlambda.KinesisKeyFromDataField("id"), func(context.Context, events.KinesisEventRecord) ([]byte, error) {
 		return []byte(`{"ok":true}`), nil
 	})
 	if err != nil {
@@ -124,7 +124,7 @@ func httpAPIDeliveries(e *capEnv) (func(bool) error, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	h, err := idemlambda.HTTPAPI(r, func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	h, err := idemlambda.HTTPAPI(r, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"content-type": "application/json"}, Body: `{"ok":true}`}, nil
 	})
 	if err != nil {
@@ -154,7 +154,7 @@ func httpidemDeliveries(e *capEnv) (func(bool) error, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(`{"ok":true}`))

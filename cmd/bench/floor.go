@@ -356,8 +356,7 @@ func startProfile(path string) (func(), error) {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+		return nil, errors.Join(err, f.Close())
 	}
 	return func() {
 		pprof.StopCPUProfile()

@@ -51,6 +51,7 @@ type flags struct {
 	warmup     int
 	jsonPath   string
 	mdPath     string
+	svgDir     string
 	only       *regexp.Regexp
 	coldstarts int
 	allOld     string
@@ -68,6 +69,9 @@ func main() {
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "peers" {
 		os.Exit(runPeers(os.Args[2:]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "charts" {
+		os.Exit(runCharts(os.Args[2:]))
 	}
 	os.Exit(run())
 }
@@ -87,6 +91,7 @@ func run() int {
 	flag.IntVar(&f.warmup, "warmup", 200, "unmeasured warm-up: this many unique events, then the same again as duplicates, per run and mode")
 	flag.StringVar(&f.jsonPath, "json", "", "also write the JSON document to this file")
 	flag.StringVar(&f.mdPath, "md", "", "also write the Markdown table to this file")
+	flag.StringVar(&f.svgDir, "svg", "", "also write the SVG charts (docs/benchmarks.md) into this directory")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose name matches this regular expression")
 	flag.IntVar(&f.coldstarts, "coldstarts", 7, "cold starts of each function for coldstart")
 	flag.StringVar(&f.allOld, "allold", "auto", "count the calls of a duplicate, a retry and a takeover on moto, which returns ALL_OLD: on, off, or auto (when moto is installed)")
@@ -247,7 +252,7 @@ func benchmark(ctx context.Context, f flags) (*report, error) {
 // selected and -allold allows (auto: when moto is installed); nil when not.
 func maybeMoto(ctx context.Context, root string, f flags) (*motoEnv, func(), error) {
 	none := func() {}
-	if f.allOld == "off" || !(f.selected("allold") || f.selected("capacity")) {
+	if f.allOld == "off" || !f.selected("allold") && !f.selected("capacity") {
 		return nil, none, nil
 	}
 	env, stop, err := startMoto(ctx, root)

@@ -46,6 +46,7 @@ type peerFlags struct {
 	only            *regexp.Regexp
 	jsonPath        string
 	mdPath          string
+	svgDir          string
 	node            string
 	driver          string
 }
@@ -54,6 +55,7 @@ type peerFlags struct {
 type peerFigures struct {
 	P50Ms      float64            `json:"p50_ms"`
 	P99Ms      float64            `json:"p99_ms"`
+	LatencyMs  *quantiles         `json:"latency_ms,omitempty"`
 	EventsPerS float64            `json:"events_per_s"`
 	CPUUs      float64            `json:"client_cpu_us_per_event"`
 	Calls      map[string]float64 `json:"calls_per_event"`
@@ -76,6 +78,7 @@ type peerRow struct {
 type ptFigure struct {
 	P50Ms          float64          `json:"p50_ms"`
 	P99Ms          float64          `json:"p99_ms"`
+	LatencyMs      *quantiles       `json:"latency_ms"`
 	EventsPerS     float64          `json:"events_per_s"`
 	CPUUs          float64          `json:"client_cpu_us_per_event"`
 	Calls          map[string]int64 `json:"calls"`
@@ -153,6 +156,12 @@ func runPeers(args []string) int {
 		fmt.Fprintf(os.Stderr, "bench peers: %v\n", err)
 		return 1
 	}
+	if pf.svgDir != "" {
+		if err := writeCharts(pf.svgDir, peerCharts(rep)); err != nil {
+			fmt.Fprintf(os.Stderr, "bench peers: charts: %v\n", err)
+			return 1
+		}
+	}
 	if len(rep.Failures) > 0 {
 		fmt.Fprintf(os.Stderr, "bench peers: %d correctness check(s) failed:\n  %s\n", len(rep.Failures), strings.Join(rep.Failures, "\n  "))
 		return 1
@@ -171,6 +180,7 @@ func parsePeerFlags(args []string) (peerFlags, error) {
 	fs.StringVar(&only, "only", "", "run only the scenarios whose name matches this regular expression")
 	fs.StringVar(&pf.jsonPath, "json", "", "also write the JSON document to this file")
 	fs.StringVar(&pf.mdPath, "md", "", "also write the Markdown table to this file")
+	fs.StringVar(&pf.svgDir, "svg", "", "also write the SVG charts (docs/benchmarks.md) into this directory")
 	fs.StringVar(&pf.node, "node", "node", "the Node.js binary")
 	fs.StringVar(&pf.driver, "driver", "", "the Powertools driver (default: bench/peers/powertools/run.mjs in the repository)")
 	if err := fs.Parse(args); err != nil {
@@ -421,11 +431,12 @@ func summarizeRace(runs []raceRun) *peerRace {
 }
 
 func fromMeasured(m measured, n int) peerFigures {
-	return peerFigures{P50Ms: ms(m.P50), P99Ms: ms(m.P99), EventsPerS: m.EventsPerS, CPUUs: us(m.ClientCPU), Calls: perEvent(m.Calls, n)}
+	lat := m.Latency
+	return peerFigures{P50Ms: ms(m.P50), P99Ms: ms(m.P99), LatencyMs: &lat, EventsPerS: m.EventsPerS, CPUUs: us(m.ClientCPU), Calls: perEvent(m.Calls, n)}
 }
 
 func (f *ptFigure) figures(n int) peerFigures {
-	return peerFigures{P50Ms: f.P50Ms, P99Ms: f.P99Ms, EventsPerS: f.EventsPerS, CPUUs: f.CPUUs, Calls: perEvent(f.Calls, n)}
+	return peerFigures{P50Ms: f.P50Ms, P99Ms: f.P99Ms, LatencyMs: f.LatencyMs, EventsPerS: f.EventsPerS, CPUUs: f.CPUUs, Calls: perEvent(f.Calls, n)}
 }
 
 // check returns what went wrong with one Powertools measurement: a call that got another
@@ -461,6 +472,15 @@ func medianFigures(runs []peerFigures) peerFigures {
 		EventsPerS: round(pick(func(f peerFigures) float64 { return f.EventsPerS }), 0),
 		CPUUs:      round(pick(func(f peerFigures) float64 { return f.CPUUs }), 1),
 		Calls:      map[string]float64{},
+	}
+	var lat []quantiles
+	for _, r := range runs {
+		if r.LatencyMs != nil {
+			lat = append(lat, *r.LatencyMs)
+		}
+	}
+	if len(lat) == len(runs) {
+		out.LatencyMs = medianQuantiles(lat)
 	}
 	ops := map[string]bool{}
 	for _, r := range runs {

@@ -37,6 +37,7 @@ type meta struct {
 type modeFigures struct {
 	P50Ms               float64            `json:"p50_ms"`
 	P99Ms               float64            `json:"p99_ms"`
+	LatencyMs           *quantiles         `json:"latency_ms"`
 	EventsPerS          float64            `json:"events_per_s"`
 	ClientCPUUsPerEvent float64            `json:"client_cpu_us_per_event"`
 	DynaliteCPUUsPerEv  float64            `json:"dynalite_cpu_us_per_event"`
@@ -105,7 +106,6 @@ type sqsFigures struct {
 	// DynaliteMsPerMsg is dynalite's CPU per message: a batch's writes
 	// queue on its one thread.
 	DynaliteMsPerMsg float64 `json:"dynalite_cpu_ms_per_message"`
-	runs             []sqsRun
 }
 
 type target struct {
@@ -255,8 +255,10 @@ func (r *report) finish() {
 				continue
 			}
 			var p50, p99, eps, cpu, dyn, prx []float64
+			var lat []quantiles
 			mf := &modeFigures{}
 			for _, m := range runs {
+				lat = append(lat, m.Latency)
 				p50 = append(p50, ms(m.P50))
 				p99 = append(p99, ms(m.P99))
 				eps = append(eps, m.EventsPerS)
@@ -268,6 +270,7 @@ func (r *report) finish() {
 			}
 			last := runs[len(runs)-1]
 			mf.P50Ms, mf.P99Ms, mf.EventsPerS = round(median(p50), 3), round(median(p99), 3), round(median(eps), 0)
+			mf.LatencyMs = medianQuantiles(lat)
 			mf.ClientCPUUsPerEvent, mf.DynaliteCPUUsPerEv, mf.ProxyCPUUsPerEvent = round(median(cpu), 1), round(median(dyn), 1), round(median(prx), 1)
 			mf.CallsPerEvent = medianCalls(runs, n)
 			var caps []capDelta
@@ -474,7 +477,14 @@ func output(rep *report, f flags) error {
 			return err
 		}
 	}
-	return nil
+	if f.svgDir == "" {
+		return nil
+	}
+	charts, err := chartsOf(js)
+	if err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	return writeCharts(f.svgDir, charts)
 }
 
 // fmtMs shows a latency with two decimals, or three below 0.1 ms.

@@ -61,6 +61,43 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
+// quantiles summarise a latency distribution, in milliseconds: the box plots
+// of the charts (whiskers p1 and p99, box p25 to p75, line at p50).
+type quantiles struct {
+	P1  float64 `json:"p1"`
+	P25 float64 `json:"p25"`
+	P50 float64 `json:"p50"`
+	P75 float64 `json:"p75"`
+	P99 float64 `json:"p99"`
+}
+
+// latencyQuantiles returns the quantiles of sorted latencies.
+func latencyQuantiles(sorted []time.Duration) quantiles {
+	q := func(p float64) float64 { return round(ms(percentile(sorted, p)), 3) }
+	return quantiles{P1: q(0.01), P25: q(0.25), P50: q(0.50), P75: q(0.75), P99: q(0.99)}
+}
+
+// medianQuantiles returns each quantile's median over runs; nil for none.
+func medianQuantiles(runs []quantiles) *quantiles {
+	if len(runs) == 0 {
+		return nil
+	}
+	pick := func(get func(quantiles) float64) float64 {
+		xs := make([]float64, len(runs))
+		for i, r := range runs {
+			xs[i] = get(r)
+		}
+		return round(median(xs), 3)
+	}
+	return &quantiles{
+		P1:  pick(func(q quantiles) float64 { return q.P1 }),
+		P25: pick(func(q quantiles) float64 { return q.P25 }),
+		P50: pick(func(q quantiles) float64 { return q.P50 }),
+		P75: pick(func(q quantiles) float64 { return q.P75 }),
+		P99: pick(func(q quantiles) float64 { return q.P99 }),
+	}
+}
+
 // median returns the median of xs (the mean of the middle two for an even
 // count), or 0 for none.
 func median(xs []float64) float64 {

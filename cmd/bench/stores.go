@@ -96,7 +96,11 @@ func storeComparison(ctx context.Context, b *bench, root string, n int) ([]store
 	} else {
 		defer stopServer("redis", srv.PID, srv.Stop)
 		client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-		defer client.Close()
+		defer func() {
+			if err := client.Close(); err != nil {
+				logf("redis client: %v", err)
+			}
+		}()
 		cnt := &redisCounter{}
 		client.AddHook(cnt)
 		rs, err := redisstore.New(client, redisstore.WithPrefix("bench:"))

@@ -54,37 +54,65 @@ type stormFigures struct {
 	UnitsSource         string         `json:"units_source"`
 }
 
-// stormResult is the storm section of the report.
+// stormResult is the storm section of the report: the runners' default
+// (their memory of keys in progress on) and, for comparison, the same storm
+// with the memory off (WithInProgressMemory(0)): the cost before it.
 type stormResult struct {
-	LeaseS   float64       `json:"lease_s"`
-	Dynalite *stormFigures `json:"dynalite"`
-	Sim      *stormFigures `json:"simulation"`
-	Note     string        `json:"note"`
+	LeaseS           float64       `json:"lease_s"`
+	Dynalite         *stormFigures `json:"dynalite"`
+	Sim              *stormFigures `json:"simulation"`
+	DynaliteNoMemory *stormFigures `json:"dynalite_without_memory"`
+	SimNoMemory      *stormFigures `json:"simulation_without_memory"`
+	Note             string        `json:"note"`
 }
 
-// storm runs the storm on dynalite and in the simulation.
+// storm runs the storm on dynalite and in the simulation, with the
+// runners' memory of keys in progress and without it.
 func storm(ctx context.Context, rep *report, b *bench, n int) (*stormResult, error) {
 	res := &stormResult{LeaseS: stormLease.Seconds(),
 		Note: fmt.Sprintf("one key in progress (its holder's lease: the workload's %s deadline plus the %s default margin), delivered %d times to %d sandboxes; "+
 			"per second of lease: the storm's units / %s", invocationTime, idem.DefaultLeaseMargin, n, stormSandboxes, stormLease)}
-	d, err := stormDynalite(ctx, rep, b, n)
-	if err != nil {
-		return nil, err
+	for _, memory := range []bool{true, false} {
+		d, err := stormDynalite(ctx, rep, b, n, memory)
+		if err != nil {
+			return nil, err
+		}
+		s, err := stormSim(n, d, memory)
+		if err != nil {
+			return nil, err
+		}
+		if memory {
+			res.Dynalite, res.Sim = d, s
+		} else {
+			res.DynaliteNoMemory, res.SimNoMemory = d, s
+		}
 	}
-	res.Dynalite = d
-	s, err := stormSim(n, d)
-	if err != nil {
-		return nil, err
-	}
-	res.Sim = s
 	return res, nil
 }
 
+// stormOptions are the storm's runner options: the workload's, with the
+// memory of keys in progress off unless memory.
+func stormOptions(memory bool) []idem.Option {
+	if memory {
+		return runnerOptions()
+	}
+	return runnerOptions(idem.WithInProgressMemory(0))
+}
+
+// memoryText names a storm's runners.
+func memoryText(memory bool) string {
+	if memory {
+		return "default runners (memory of keys in progress)"
+	}
+	return "memory of keys in progress off"
+}
+
 // stormDynalite delivers one key n times, stormConc at a time, to
-// stormSandboxes runners, while a record holds it in progress (written
-// beforehand, its lease ending in 10 minutes, so that the storm falls
-// within it however slowly dynalite answers).
-func stormDynalite(ctx context.Context, rep *report, b *bench, n int) (*stormFigures, error) {
+// stormSandboxes runners (their memory of keys in progress on if memory),
+// while a record holds it in progress (written beforehand, its lease
+// ending in 10 minutes, so that the storm falls within it however slowly
+// dynalite answers).
+func stormDynalite(ctx context.Context, rep *report, b *bench, n int, memory bool) (*stormFigures, error) {
 	const table = "idem_bench_storm"
 	if _, err := ddbstore.CreateTable(ctx, b.client, table); err != nil {
 		return nil, err
@@ -96,7 +124,7 @@ func stormDynalite(ctx context.Context, rep *report, b *bench, n int) (*stormFig
 	}
 	runners := make([]*idem.Runner, stormSandboxes)
 	for i := range runners {
-		if runners[i], err = idem.New(st, runnerOptions()...); err != nil {
+		if runners[i], err = idem.New(st, stormOptions(memory)...); err != nil {
 			return nil, err
 		}
 	}
@@ -121,12 +149,12 @@ func stormDynalite(ctx context.Context, rep *report, b *bench, n int) (*stormFig
 		rep.Failures = append(rep.Failures, fmt.Sprintf("storm: %d of %d deliveries in progress, %d executions; want all, 0", m.Outcomes["in_progress"], n, m.Executions))
 	}
 	sum := m.Capacity.Totals.Sum()
-	f := newStormFigures("dynalite "+rep.Meta.Machine.Dynalite+", through the counting proxy", n, m.Calls, sum.Write, sum.Read, sum.ConditionFailed)
+	f := newStormFigures(fmt.Sprintf("dynalite %s, through the counting proxy, %s", rep.Meta.Machine.Dynalite, memoryText(memory)), n, m.Calls, sum.Write, sum.Read, sum.ConditionFailed)
 	f.Executions, f.Outcomes = m.Executions, m.Outcomes
 	f.WallS, f.WritePerWallSecond = round(m.Wall.Seconds(), 2), round(sum.Write/m.Wall.Seconds(), 0)
 	f.UnitsSource = unitsSource(sum.Reported, sum.Calls)
-	logf("storm on dynalite: %d deliveries, %s write units per delivery, %s per second of lease, %d failed conditional writes, %s",
-		n, fmtUnits(f.WritePerDelivery), fmtUnits(f.WritePerLeaseSecond), f.FailedConditions, fmtCalls(f.CallsPerDelivery))
+	logf("storm on dynalite (%s): %d deliveries, %s write units per delivery, %s per second of lease, %d failed conditional writes, %s",
+		memoryText(memory), n, fmtUnits(f.WritePerDelivery), fmtUnits(f.WritePerLeaseSecond), f.FailedConditions, fmtCalls(f.CallsPerDelivery))
 	return f, nil
 }
 
@@ -139,11 +167,16 @@ func newStormFigures(where string, n int, calls map[string]int64, write, read fl
 	return f
 }
 
-// stormSim runs sim.Storm with n deliveries over the in-memory store and
-// prices its store calls with the units dynalite charged per call in the
-// same storm (dyn): the simulation counts calls, not bytes.
-func stormSim(n int, dyn *stormFigures) (*stormFigures, error) {
-	res, err := sim.Run(sim.Config{Seed: 21, Deliveries: n, Services: []sim.Service{sim.Storm(stormSandboxes)},
+// stormSim runs sim.Storm with n deliveries over the in-memory store (the
+// runners' memory of keys in progress on if memory) and prices its store
+// calls with the units dynalite charged per call in the same storm (dyn):
+// the simulation counts calls, not bytes.
+func stormSim(n int, dyn *stormFigures, memory bool) (*stormFigures, error) {
+	sv := sim.Storm(stormSandboxes)
+	if !memory {
+		sv.InProgressMemory = -1
+	}
+	res, err := sim.Run(sim.Config{Seed: 21, Deliveries: n, Services: []sim.Service{sv},
 		NewStore: func() idem.Store { return memstore.New() }})
 	if err != nil {
 		return nil, err
@@ -154,8 +187,8 @@ func stormSim(n int, dyn *stormFigures) (*stormFigures, error) {
 	st := res.Stats
 	writes := dyn.WriteUnits / float64(max(1, dyn.Calls["UpdateItem"]+dyn.Calls["PutItem"]))
 	calls := map[string]int64{"store writes": int64(st.StoreWrites), "store reads": int64(st.StoreReads)}
-	f := newStormFigures(fmt.Sprintf("internal/sim (sim.Storm, seed 21, memstore; %v simulated), store calls priced at dynalite's %s write units per write",
-		res.SimTime.Round(time.Millisecond), fmtUnits(writes)), n, calls, float64(st.StoreWrites)*writes, 0, int64(st.StoreRefusals))
+	f := newStormFigures(fmt.Sprintf("internal/sim (sim.Storm, seed 21, memstore; %v simulated), %s, store calls priced at dynalite's %s write units per write",
+		res.SimTime.Round(time.Millisecond), memoryText(memory), fmtUnits(writes)), n, calls, float64(st.StoreWrites)*writes, 0, int64(st.StoreRefusals))
 	f.Executions = int64(st.Tries)
 	f.Outcomes = map[string]int{"executed": st.Successes, "in_progress": st.InProgress}
 	f.UnitsSource = "simulated store calls × dynalite's units per write"
@@ -169,7 +202,7 @@ func (s *stormResult) markdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n**storm** (%s):\n\n| where | deliveries | write units per delivery | write units per second of lease | failed conditional writes per delivery | read units per delivery | calls per delivery |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n", s.Note)
-	for _, f := range []*stormFigures{s.Dynalite, s.Sim} {
+	for _, f := range []*stormFigures{s.DynaliteNoMemory, s.SimNoMemory, s.Dynalite, s.Sim} {
 		if f == nil {
 			continue
 		}

@@ -16,29 +16,30 @@ import (
 // function that gives the foreground back. Without a terminal, or when the
 // demo is not in the foreground, it does nothing.
 func takeForeground() (restore func()) {
+	// The terminal is opened for ioctl only: nothing is written that closing it could lose.
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return func() {}
 	}
 	var orig int32
 	if ioctl(tty.Fd(), syscall.TIOCGPGRP, &orig) != nil || int(orig) != syscall.Getpgrp() {
-		tty.Close()
+		_ = tty.Close()
 		return func() {}
 	}
 	signal.Ignore(syscall.SIGTTOU) // a background group may then set the foreground
 	if syscall.Setpgid(0, 0) != nil {
-		tty.Close()
+		_ = tty.Close()
 		return func() {}
 	}
 	me := int32(syscall.Getpid())
 	if ioctl(tty.Fd(), syscall.TIOCSPGRP, &me) != nil {
 		_ = syscall.Setpgid(0, int(orig)) // back where it was
-		tty.Close()
+		_ = tty.Close()
 		return func() {}
 	}
 	return func() {
 		_ = ioctl(tty.Fd(), syscall.TIOCSPGRP, &orig)
-		tty.Close()
+		_ = tty.Close()
 	}
 }
 

@@ -41,6 +41,8 @@ const (
 	// requires), and safetyMargin its wrapper's safety margin.
 	functionTimeout = 2 * time.Second
 	safetyMargin    = 500 * time.Millisecond
+	// pollWait is the event source mapping's long poll.
+	pollWait = time.Second
 )
 
 // notInstalledError reports that the local servers are not installed.
@@ -60,7 +62,7 @@ type stack struct {
 	out     io.Writer
 	logger  *slog.Logger
 	root    string
-	tmp     string
+	binDir  string // where the idem command is built
 	idemBin string
 	servers []*devserver.Server
 	db      *dynamodb.Client
@@ -68,6 +70,8 @@ type stack struct {
 	q       esm.Queues
 	api     func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	deps    orders.Deps // the functions' dependencies, for a new deployment of the consumer
+	// poisonBody is the body of the script's poison message, left in the dead-letter queue.
+	poisonBody string
 
 	// consumer is the deployed orders-consumer; fix replaces it.
 	consumer atomic.Pointer[func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)]
@@ -77,7 +81,7 @@ type stack struct {
 
 // startStack starts the servers, creates the tables and queues, builds the idem command and
 // the functions. On error it stops what it started.
-func startStack(ctx context.Context, out, logOut io.Writer, logs bool) (_ *stack, err error) {
+func startStack(ctx context.Context, out, logOut io.Writer, logs bool, binDir string) (_ *stack, err error) {
 	st := &stack{out: out}
 	if logs {
 		st.logger = slog.New(slog.NewJSONHandler(logOut, nil))
@@ -85,7 +89,10 @@ func startStack(ctx context.Context, out, logOut io.Writer, logs bool) (_ *stack
 	if st.root, err = devserver.RepoRoot(); err != nil {
 		return nil, err
 	}
-	if st.tmp, err = os.MkdirTemp("", "idem-demo-"); err != nil {
+	if binDir == "" {
+		binDir = filepath.Join(st.root, ".cache", "bin")
+	}
+	if st.binDir, err = filepath.Abs(binDir); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -93,6 +100,8 @@ func startStack(ctx context.Context, out, logOut io.Writer, logs bool) (_ *stack
 			st.stop()
 		}
 	}()
+	fmt.Fprintf(out, "starting dynalite and moto on 127.0.0.1 and building the idem command into %s "+
+		"(the first time, moto and the build take a while)\n", st.binDir)
 	if err := st.startServers(ctx); err != nil {
 		return nil, err
 	}
@@ -108,6 +117,8 @@ func startStack(ctx context.Context, out, logOut io.Writer, logs bool) (_ *stack
 }
 
 // startServers starts dynalite and moto and builds the idem command, at the same time.
+// moto's first start on a fresh machine takes several seconds; the go build of the idem
+// command as long, the first time.
 func (st *stack) startServers(ctx context.Context) error {
 	var dyn, moto *devserver.Server
 	var dynErr, motoErr, buildErr error
@@ -118,12 +129,12 @@ func (st *stack) startServers(ctx context.Context) error {
 	srvCtx := context.WithoutCancel(ctx)
 	go func() { defer wg.Done(); dyn, dynErr = devserver.StartDynalite(srvCtx, st.root) }()
 	go func() { defer wg.Done(); moto, motoErr = devserver.StartMoto(srvCtx, st.root) }()
-	go func() { defer wg.Done(); st.idemBin, buildErr = buildIdem(ctx, st.root, st.tmp) }()
+	go func() { defer wg.Done(); st.idemBin, buildErr = buildIdem(ctx, st.root, st.binDir) }()
 	wg.Wait()
 	if dynErr != nil || motoErr != nil || buildErr != nil {
 		for _, s := range []*devserver.Server{dyn, moto} {
 			if s != nil {
-				s.Stop()
+				_ = s.Stop() // the start-up error below is the one to report
 			}
 		}
 	} else {
@@ -141,7 +152,8 @@ func (st *stack) startServers(ctx context.Context) error {
 	if err := errors.Join(dynErr, motoErr, buildErr); err != nil {
 		return err
 	}
-	fmt.Fprintf(st.out, "started dynalite at %s (pid %d)\nstarted moto at %s (pid %d)\n", dyn.Endpoint, dyn.PID, moto.Endpoint, moto.PID)
+	fmt.Fprintf(st.out, "started dynalite at %s (pid %d)\nstarted moto at %s (pid %d)\nbuilt the idem command: %s\n",
+		dyn.Endpoint, dyn.PID, moto.Endpoint, moto.PID, st.idemBin)
 	creds := credentials.NewStaticCredentialsProvider("demo", "demo", "")
 	st.db = dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(dyn.Endpoint)})
 	st.sqs = sqs.New(sqs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(moto.Endpoint)})
@@ -150,6 +162,9 @@ func (st *stack) startServers(ctx context.Context) error {
 
 // buildIdem builds cmd/idem into dir and returns the binary's path.
 func buildIdem(ctx context.Context, root, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	bin := filepath.Join(dir, "idem")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/idem")
 	cmd.Dir = root
@@ -159,17 +174,17 @@ func buildIdem(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
-// stop stops the servers by their PIDs and removes the temporary directory.
+// stop stops the servers by their PIDs.
 func (st *stack) stop() {
 	for i := len(st.servers) - 1; i >= 0; i-- {
 		s := st.servers[i]
-		s.Stop()
+		if err := s.Stop(); err != nil {
+			fmt.Fprintf(st.out, "stopped %s (pid %d): %v\n", s.Name, s.PID, err)
+			continue
+		}
 		fmt.Fprintf(st.out, "stopped %s (pid %d)\n", s.Name, s.PID)
 	}
 	st.servers = nil
-	if st.tmp != "" {
-		os.RemoveAll(st.tmp)
-	}
 }
 
 func (st *stack) createTables(ctx context.Context) error {
@@ -238,7 +253,7 @@ func (st *stack) newPoller(ctx context.Context, observe func(esm.Batch)) (*esm.P
 	fn := esm.Handler(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		return (*st.consumer.Load())(ctx, ev)
 	})
-	opts := []esm.Option{esm.WithReportBatchItemFailures(), esm.WithFunctionTimeout(functionTimeout)}
+	opts := []esm.Option{esm.WithReportBatchItemFailures(), esm.WithFunctionTimeout(functionTimeout), esm.WithWaitTime(pollWait)}
 	if observe != nil {
 		opts = append(opts, esm.WithObserver(observe))
 	}

@@ -10,37 +10,17 @@ import (
 	"github.com/idemgo/idem/ddbstore"
 )
 
-// open loads the AWS configuration the SDK's way (config.LoadDefaultConfig:
-// profiles, AWS_REGION, credentials, AWS_ENDPOINT_URL_DYNAMODB), checks it
-// has a region and credentials, checks the table's key schema, and returns
-// the store on the table.
+// open loads the AWS configuration (awsConfig), checks the table's key
+// schema, and returns the store on the table.
 func (c *cli) open(ctx context.Context, o *common) (*ddbstore.Store, error) {
 	storeOpts, err := o.layout.options()
 	if err != nil {
 		return nil, err
 	}
-	var loadOpts []func(*config.LoadOptions) error
-	if o.profile != "" {
-		loadOpts = append(loadOpts, config.WithSharedConfigProfile(o.profile))
-	}
-	if o.region != "" {
-		loadOpts = append(loadOpts, config.WithRegion(o.region))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	client, err := c.dynamoClient(ctx, o)
 	if err != nil {
-		return nil, &configError{msg: "cannot load the AWS configuration (check --profile and AWS_PROFILE)", err: err}
-	}
-	if cfg.Region == "" {
-		return nil, &configError{msg: "no AWS region: pass --region, set AWS_REGION, or use a profile that has one"}
-	}
-	if err := c.credentials(ctx, cfg.Credentials); err != nil {
 		return nil, err
 	}
-	client := dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
-		if o.endpoint != "" {
-			do.BaseEndpoint = aws.String(o.endpoint)
-		}
-	})
 	store, err := ddbstore.New(client, o.table, storeOpts...)
 	if err != nil {
 		return nil, usageError{err.Error()}
@@ -49,6 +29,45 @@ func (c *cli) open(ctx context.Context, o *common) (*ddbstore.Store, error) {
 		return nil, err
 	}
 	return store, nil
+}
+
+// dynamoClient returns a DynamoDB client of the configuration the flags
+// name.
+func (c *cli) dynamoClient(ctx context.Context, o *common) (*dynamodb.Client, error) {
+	cfg, err := c.awsConfig(ctx, o.profile, o.region)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
+		if o.endpoint != "" {
+			do.BaseEndpoint = aws.String(o.endpoint)
+		}
+	}), nil
+}
+
+// awsConfig loads the AWS configuration the SDK's way
+// (config.LoadDefaultConfig: profiles, AWS_REGION, credentials, the
+// endpoint variables such as AWS_ENDPOINT_URL_DYNAMODB) and checks that it
+// has a region and credentials.
+func (c *cli) awsConfig(ctx context.Context, profile, region string) (aws.Config, error) {
+	var loadOpts []func(*config.LoadOptions) error
+	if profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(profile))
+	}
+	if region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return aws.Config{}, &configError{msg: "cannot load the AWS configuration (check --profile and AWS_PROFILE)", err: err}
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, &configError{msg: "no AWS region: pass --region, set AWS_REGION, or use a profile that has one"}
+	}
+	if err := c.credentials(ctx, cfg.Credentials); err != nil {
+		return aws.Config{}, err
+	}
+	return cfg, nil
 }
 
 // credentials checks that the configuration yields credentials, so that

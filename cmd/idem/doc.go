@@ -1,16 +1,24 @@
 // Command idem is the operator's tool for idem's DynamoDB store (ddbstore):
 // it finds the record of a key, of an SQS message or of an API request,
-// lists and counts records by status, and releases (deletes) a key's record
-// so that the key runs again.
+// lists and counts records by status or key prefix, releases (deletes) a
+// key's record so that the key runs again, peeks at and redrives a
+// dead-letter queue, and creates the table a store needs.
 //
-//	go install github.com/idemgo/idem/cmd/idem@latest
+// From a clone of the repository, `go install ./cmd/idem` puts it in
+// $(go env GOBIN), or $(go env GOPATH)/bin when GOBIN is unset; once the
+// module is published, `go install github.com/idemgo/idem/cmd/idem@VERSION`
+// does the same from anywhere.
 //
 //	idem inspect --table T --key KEY
 //	idem inspect --table T --sqs-event FILE --key-source body:FIELD|attribute:NAME|dedup|message-id --action NAME [--message N]
 //	idem inspect --table T --http-event FILE --kind rest|httpapi|url
-//	idem list    --table T [--status STATE] [--limit N] [--next TOKEN] [--max-rcu N]
+//	idem list    --table T [--status STATE] [--prefix P] [--action A] [--limit N] [--next TOKEN] [--max-rcu N]
 //	idem release --table T (key flags as for inspect) [--fence F] [--yes] [--force] [--cache-ttl D]
 //	idem stats   --table T [--next TOKEN] [--max-rcu N]
+//	idem dlq peek    --queue-url URL [--max N] > dlq.json
+//	idem dlq redrive --queue-url URL [--to URL]
+//	idem create-table --table T
+//	idem --version
 //
 // Every command takes --table (or IDEM_TABLE); the flags of the table's
 // layout, which must be the store's: --key-attr and --ttl-attr
@@ -46,16 +54,50 @@
 // records alike, or failed for both kinds of failure.
 //
 // list and stats scan the table (eventually consistent reads) and stop at
-// --max-rcu read capacity units, printing a token to continue with --next. A
-// progress line is written to stderr while they scan, when it is a
-// terminal. Records past retention that DynamoDB has not deleted yet count
-// as absent: list leaves them out, stats counts them apart.
+// --max-rcu read capacity units, printing a token to continue with --next.
+// Once a scan has run for a second, its progress goes to stderr: on a
+// terminal one line rewritten after each page, elsewhere a line at most
+// every five seconds; --json turns it off. Records past retention that
+// DynamoDB has not deleted yet count as absent: list leaves them out, stats
+// counts them apart. list --prefix keeps the records whose key, as the
+// store holds it (after --key-prefix's prefix), begins with the prefix: the
+// way to find one function's records in a table that several share, when
+// each function's store has its own ddbstore.WithKeyPrefix. list --action
+// keeps the records whose key names the action, as keys given verbatim in
+// the scheme evt:<event-id>:<action> do; the wrappers' keys hash the action
+// with the event id (idemlambda.EventKey), so list counts those apart and
+// says so.
+//
+// dlq peek writes up to --max (10) messages of a dead-letter queue to
+// stdout as `aws sqs receive-message` prints them, the file inspect
+// --sqs-event reads, and leaves them in the queue; dlq redrive moves every
+// message of the dead-letter queue to --to, by default the one queue whose
+// redrive policy names it, as new messages. They use the SQS endpoint of
+// the SDK's configuration (AWS_ENDPOINT_URL_SQS) or --endpoint-url.
+//
+// create-table creates the table with ddbstore.CreateTable (on demand, the
+// store's key schema as the layout flags describe it, TTL on the TTL
+// attribute), or checks an existing one; production tables are better
+// made by the deployment's own template.
+//
+// --version prints the module version the go command stamped: a release's
+// version for `go install ...@VERSION`; for a build from a clone, a
+// pseudo-version and the checkout's commit (with "uncommitted changes"
+// when there were some); "(devel)" where the go command had no version
+// control information (a copy without .git, a git worktree, or
+// -buildvcs=false).
+//
+// Errors say what to check: a key with no record names the flags that made
+// it (--action, --key-source, --kind, --key-prefix); a table not found
+// names the table; a connection refused or an unknown host names the
+// address and the endpoint settings.
 //
 // Exit codes: 0 success; 1 another error; 2 usage or input error; 3 no live
 // record for the key; 4 release refused, the record changed since it was
 // read; 5 release refused, not confirmed or lease live; 6 table not found;
-// 7 table key schema mismatch; 8 access denied; 9 no AWS credentials or
-// region; 10 DynamoDB throttled or unavailable (retry); 130 interrupted.
+// 7 table key schema mismatch; 8 access denied; 9 AWS configuration: no
+// credentials or region, a bad profile, or an endpoint that cannot be
+// reached; 10 DynamoDB throttled or unavailable (retry); 130 interrupted.
 //
 // docs/operations.md walks from a dead-letter queue message to its record,
 // its cause and a released key.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
@@ -21,7 +24,7 @@ const (
 	exitNoTable     = 6   // the table does not exist (or is not ACTIVE)
 	exitSchema      = 7   // the table's key schema is not the store's
 	exitDenied      = 8   // the credentials may not use the table
-	exitConfig      = 9   // no AWS credentials or region, or a bad profile
+	exitConfig      = 9   // no AWS credentials or region, a bad profile, or an endpoint that cannot be reached
 	exitUnavailable = 10  // DynamoDB throttled or unavailable: retry
 	exitInterrupted = 130 // interrupted (SIGINT, SIGTERM)
 )
@@ -94,11 +97,13 @@ func explain(err error) (int, string) {
 	case errors.Is(err, idem.ErrRecordChanged):
 		return exitChanged, err.Error()
 	case errors.Is(err, ddbstore.ErrTableNotFound):
-		return exitNoTable, table + " not found (or not ACTIVE): check --table, --region, --profile and the endpoint"
+		return exitNoTable, table + " not found (or not ACTIVE): check the table name (--table, IDEM_TABLE), --region, --profile and the endpoint"
 	case errors.Is(err, ddbstore.ErrSchemaMismatch):
 		return exitSchema, table + " does not have the store's key schema: pass --key-attr (and --sort-key) as the store is configured, or check --table"
 	case errors.Is(err, ddbstore.ErrAccessDenied):
 		return exitDenied, "access denied to " + table + ": the credentials need dynamodb:DescribeTable, GetItem, Scan and (for release) DeleteItem on it"
+	case unreachable(err) != "":
+		return exitConfig, unreachable(err)
 	case errors.Is(err, ddbstore.ErrThrottled):
 		return exitUnavailable, "DynamoDB throttled the requests to " + table + ": retry later, or lower --max-rcu"
 	case errors.Is(err, ddbstore.ErrUnavailable):
@@ -109,4 +114,58 @@ func explain(err error) (int, string) {
 		return exitError, "the record of the key does not decode: was " + table + " written by another program?"
 	}
 	return exitError, err.Error()
+}
+
+// unreachable explains a request that could not reach its server (a
+// refused connection, an unknown host): almost always an endpoint or region
+// set wrong rather than an outage, so it names the address and the settings
+// to check. It returns "" for any other error.
+func unreachable(err error) string {
+	var (
+		dns        *net.DNSError
+		op         *net.OpError
+		where, why string
+	)
+	switch {
+	case errors.As(err, &dns):
+		where, why = dns.Name, "unknown host"
+		if dns.IsTimeout || dns.IsTemporary {
+			why = "host name lookup failed"
+		}
+	case errors.As(err, &op) && op.Op == "dial":
+		where, why = "the endpoint", "cannot connect"
+		if op.Addr != nil {
+			where = op.Addr.String()
+		}
+		if op.Err != nil {
+			why = op.Err.Error()
+		}
+	default:
+		return ""
+	}
+	service, env := "AWS", "AWS_ENDPOINT_URL"
+	var oe *smithy.OperationError
+	if errors.As(err, &oe) {
+		service = oe.Service()
+		env = "AWS_ENDPOINT_URL_" + serviceEnvName(service) + " or AWS_ENDPOINT_URL"
+	}
+	return fmt.Sprintf("cannot reach %s at %s (%s): check the endpoint (--endpoint-url, %s) and --region, "+
+		"and that the server is running", service, where, why, env)
+}
+
+// serviceEnvName is a service id as the SDK's service-specific endpoint
+// variables spell it (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS).
+func serviceEnvName(service string) string {
+	b := make([]byte, 0, len(service))
+	for _, r := range service {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b = append(b, byte(r-'a'+'A'))
+		case r == ' ':
+			b = append(b, '_')
+		case r < 0x80:
+			b = append(b, byte(r))
+		}
+	}
+	return string(b)
 }

@@ -15,12 +15,17 @@ import (
 )
 
 // noRecordError is a key without a live record. errors.Is(err,
-// idem.ErrNotFound) holds for it.
-type noRecordError struct{ keyHash, table string }
+// idem.ErrNotFound) holds for it. hint says which flags made the key, to
+// check when a record was expected.
+type noRecordError struct{ keyHash, table, hint string }
 
 func (e *noRecordError) Error() string {
-	return fmt.Sprintf("no live record for key hash %s in table %q (never written, released, or past its retention): the key's next call runs the handler",
+	msg := fmt.Sprintf("no live record for key hash %s in table %q (never written, released, or past its retention): the key's next call runs the handler",
 		e.keyHash, e.table)
+	if e.hint != "" {
+		msg += ".\nIf a record was expected, " + e.hint
+	}
+	return msg
 }
 
 func (e *noRecordError) Is(target error) bool { return target == idem.ErrNotFound }
@@ -68,8 +73,11 @@ func (c *cli) inspect(ctx context.Context, args []string) error {
 	now := c.now()
 	_, v, err := c.read(ctx, store, key, source, now, *maxAttempts)
 	var nr *noRecordError
-	if errors.As(err, &nr) && o.json {
-		_ = writeJSON(c.stdout, v) // found: false, for scripts; the exit code says it too
+	if errors.As(err, &nr) {
+		nr.hint = k.notFoundHint(o.layout)
+		if o.json {
+			_ = writeJSON(c.stdout, v) // found: false, for scripts; the exit code says it too
+		}
 	}
 	if err != nil {
 		return err

@@ -305,3 +305,41 @@ func TestInspectHTTPEvent(t *testing.T) {
 		t.Errorf("the three callers' records have %d distinct key hashes, want 3", len(hashes))
 	}
 }
+
+// A message looked up with another action than the function's finds no record: the error
+// says which flags made the key, and that the key hides them.
+func TestInspectWrongAction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	msg := events.SQSMessage{MessageId: "m-9", Body: `{"event_id":"e-9"}`}
+	key, err := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), "append-ledger", msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.put(t, key, spec{status: core.StatusFailed, errText: "poison", done: time.Minute})
+	raw, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{msg}})
+	file := writeFile(t, "event.json", string(raw))
+	mustCmd(t, exitOK, t0, nil, "inspect", "--table", f.table, "--sqs-event", file, "--key-source", "body:event_id", "--action", "append-ledger")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"wrong action", []string{"--sqs-event", file, "--key-source", "body:event_id", "--action", "append-ledgr"},
+			[]string{`If a record was expected, check --action "append-ledgr" and --key-source "body:event_id"`, "passes to idemlambda.SQS",
+				"the key is a hash of both", "--key-prefix (the store's ddbstore.WithKeyPrefix; none was given)"}},
+		{"wrong prefix", []string{"--sqs-event", file, "--key-source", "body:event_id", "--action", "append-ledger", "--key-prefix", "orders#"},
+			[]string{`--key-prefix "orders#" (the store's ddbstore.WithKeyPrefix)`}},
+		{"key", []string{"--key", "evt:other:key"}, []string{"check the key (as the function passes it to Runner.Do)"}},
+	}
+	for _, tc := range tests {
+		for _, command := range [][]string{{"inspect"}, {"release", "--yes"}} {
+			r := mustCmd(t, exitNotFound, t0, nil, append(append(command, "--table", f.table), tc.args...)...)
+			for _, want := range tc.want {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("%s, %s: stderr lacks %q:\n%s", tc.name, command[0], want, r.stderr)
+				}
+			}
+		}
+	}
+}

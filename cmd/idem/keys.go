@@ -264,3 +264,22 @@ func identityLabels(id []string) string {
 	sort.Strings(labels)
 	return strings.Join(labels, ",")
 }
+
+// notFoundHint says what to check when a key selected by k has no record
+// although one was expected: the flags that made the key, and the store's
+// key prefix.
+func (k *keyFlags) notFoundHint(l layoutFlags) string {
+	prefix := "--key-prefix (the store's ddbstore.WithKeyPrefix; none was given)"
+	if l.keyPrefix != "" {
+		prefix = fmt.Sprintf("--key-prefix %q (the store's ddbstore.WithKeyPrefix)", l.keyPrefix)
+	}
+	switch {
+	case k.sqsEvent != "":
+		return fmt.Sprintf("check --action %q and --key-source %q: they must be the action name and key source the function "+
+			"passes to idemlambda.SQS (in its code or its configuration; the key is a hash of both, so a record cannot show them), "+
+			"and %s", k.action, k.keySource, prefix)
+	case k.httpEvent != "":
+		return fmt.Sprintf("check --kind %q (the caller identity the key is scoped by depends on it) and %s", k.kind, prefix)
+	}
+	return "check the key (as the function passes it to Runner.Do) and " + prefix
+}

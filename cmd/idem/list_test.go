@@ -10,9 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/fakeclock"
+	idemlambda "github.com/idemgo/idem/lambda"
 )
 
 // mixed is the table of TestList and TestStats, at listNow: each state's
@@ -254,14 +260,14 @@ func TestListInterrupted(t *testing.T) {
 	m := newMixed(t)
 	var out bytes.Buffer
 	c := &cli{stdout: &out, stderr: io.Discard, now: func() time.Time { return listNow }}
-	sc := newScanner(m.f.store, scanFlags{}, "", io.Discard)
+	sc := newScanner(m.f.store, scanFlags{}, "", newProgress(io.Discard, c.now, false))
 	first, err := sc.page(context.Background(), 5)
 	if err != nil || len(first) != 5 || sc.next == "" {
 		t.Fatalf("first page: %d records, next %q, %v", len(first), sc.next, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	v, err := c.collect(ctx, sc, "", 100)
+	v, err := c.collect(ctx, sc, filter{}, 100)
 	if code, _ := explain(err); code != exitInterrupted || v.Stopped != stoppedInterrupted || v.Next == "" || v.Scanned != 5 {
 		t.Fatalf("interrupted collect = %+v, %v (exit %d); want stopped interrupted with a token", v, err, code)
 	}
@@ -270,5 +276,137 @@ func TestListInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "stopped (interrupted): continue with --next "+v.Next) {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// In a table shared by functions that give their stores a key prefix each
+// (ddbstore.WithKeyPrefix), --prefix lists one function's records.
+func TestListPrefix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	want := map[string][]string{}
+	for _, prefix := range []string{"orders-api#", "orders-consumer#", "payments#"} {
+		store, err := ddbstore.New(f.client, f.table, ddbstore.WithKeyPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := &fixture{client: f.client, table: f.table, store: store}
+		for i := range 3 {
+			key := fmt.Sprintf("evt:%d:act", i)
+			shared.put(t, key, spec{status: core.StatusSucceeded, done: time.Minute})
+			want[prefix] = append(want[prefix], idem.HashKey(prefix+key))
+		}
+		slices.Sort(want[prefix])
+	}
+	for _, tc := range []struct {
+		name, prefix string
+		want         []string
+	}{
+		{"one function", "orders-consumer#", want["orders-consumer#"]},
+		{"two functions", "orders-", slices.Sorted(slices.Values(append(slices.Clone(want["orders-api#"]), want["orders-consumer#"]...)))},
+		{"none", "billing#", nil},
+	} {
+		v := decodeJSON[listView](t, mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--prefix", tc.prefix, "--json").stdout)
+		if got := hashesOf(v.Records); !slices.Equal(got, tc.want) || v.Prefix != tc.prefix || v.Scanned != 9 {
+			t.Errorf("%s: --prefix %s listed %v (prefix %q, scanned %d), want %v of 9", tc.name, tc.prefix, got, v.Prefix, v.Scanned, tc.want)
+		}
+	}
+	// With the function's own --key-prefix, keys are given and hashed as the function's
+	// store sees them, and --prefix continues after it.
+	v := decodeJSON[listView](t, mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--key-prefix", "payments#", "--prefix", "evt:1:", "--json").stdout)
+	if got := hashesOf(v.Records); !slices.Equal(got, []string{idem.HashKey("evt:1:act")}) {
+		t.Errorf("--key-prefix payments# --prefix evt:1: listed %v, want the hash of evt:1:act", got)
+	}
+}
+
+// A scan that takes more than a second writes its progress to stderr, by the command's
+// clock; --json writes none.
+func TestListProgress(t *testing.T) {
+	t.Parallel()
+	m := newMixed(t)
+	for _, tc := range []struct {
+		name string
+		json bool
+		want string
+	}{
+		{"table", false, "idem: scanning: 3 items, "},
+		{"json", true, ""},
+	} {
+		clock := fakeclock.New(listNow)
+		var out, errOut bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, now: func() time.Time {
+			defer clock.Advance(700 * time.Millisecond) // each read of the clock is 0.7 s later
+			return clock.Now()
+		}}
+		args := []string{"list", "--table", m.f.table, "--limit", "3"}
+		if tc.json {
+			args = append(args, "--json")
+		}
+		if code := c.run(context.Background(), args); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, errOut.String())
+		}
+		if got := errOut.String(); tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: stderr %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// create-table makes a table the store works on, and says so; again, it finds it.
+func TestCreateTable(t *testing.T) {
+	t.Parallel()
+	integration(t)
+	table := tableName()
+	t.Cleanup(func() {
+		if cfg, err := config.LoadDefaultConfig(context.Background()); err == nil {
+			_, _ = dynamodb.NewFromConfig(cfg).DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		}
+	})
+	r := mustCmd(t, exitOK, t0, nil, "create-table", "--table", table)
+	if !strings.HasPrefix(r.stdout, "created table "+table+" (on demand): pk (partition key, S)\n") || !strings.Contains(r.stdout, "Time to Live") {
+		t.Errorf("create-table printed:\n%s", r.stdout)
+	}
+	v := decodeJSON[createTableView](t, mustCmd(t, exitOK, t0, nil, "create-table", "--table", table, "--json").stdout)
+	if v.Created || v.Table != table || v.TTL != ddbstore.DefaultTTLAttribute {
+		t.Errorf("create-table again = %+v, want the existing table", v)
+	}
+	mustCmd(t, exitOK, t0, nil, "stats", "--table", table)
+	r = mustCmd(t, exitSchema, t0, nil, "create-table", "--table", table, "--key-attr", "id")
+	if !strings.Contains(r.stderr, "does not have the store's key schema") {
+		t.Errorf("create-table with another key attribute: stderr:\n%s", r.stderr)
+	}
+}
+
+// --action selects the keys that name the action (given verbatim as evt:<event-id>:<action>)
+// and counts apart the hashed keys, whose action cannot be read.
+func TestListAction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var want []string
+	for _, key := range []string{"evt:1001:notify", "evt:order:7:notify", "evt:1001:ship", "evt:1002:notify-2"} {
+		f.put(t, key, spec{status: core.StatusSucceeded, done: time.Minute})
+		if strings.HasSuffix(key, ":notify") {
+			want = append(want, idem.HashKey(key))
+		}
+	}
+	slices.Sort(want)
+	for _, id := range []string{"e-1", "e-2"} {
+		key, err := idemlambda.EventKey(id, "notify")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.put(t, key, spec{status: core.StatusSucceeded, done: time.Minute})
+	}
+	v := decodeJSON[listView](t, mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--action", "notify", "--json").stdout)
+	if got := hashesOf(v.Records); !slices.Equal(got, want) || v.HashedSkipped != 2 || v.Action != "notify" {
+		t.Errorf("--action notify listed %v, %d hashed left out; want %v and 2", got, v.HashedSkipped, want)
+	}
+	out := mustCmd(t, exitOK, t0.Add(time.Hour), nil, "list", "--table", f.table, "--action", "notify").stdout
+	if !strings.Contains(out, "2 records in "+f.table) || !strings.Contains(out, "2 records left out: the key is a hash") || !strings.Contains(out, "--prefix") {
+		t.Errorf("--action notify printed:\n%s", out)
+	}
+	for key, want := range map[string]bool{"evt:1:notify": true, "orders#evt:1:notify": true, "evt::notify": false, "evt:1:notify-2": false, "sha256:notify": false} {
+		if got := namesAction(key, "notify"); got != want {
+			t.Errorf("namesAction(%q, notify) = %v, want %v", key, got, want)
+		}
 	}
 }

@@ -36,15 +36,19 @@ type cli struct {
 const usage = `usage: idem COMMAND [FLAGS]
 
 Commands:
-  inspect   show the record of a key, an SQS message or an API request
-  list      list records by status
-  release   delete a key's record (fenced), so that the key runs again
-  stats     count records by status and result size
+  inspect       show the record of a key, an SQS message or an API request
+  list          list records by status or key prefix
+  release       delete a key's record (fenced), so that the key runs again
+  stats         count records by status and result size
+  dlq           peek at a dead-letter queue's messages, or redrive them
+  create-table  create the table a store needs (on demand, TTL on)
+  version       print the command's version (also --version)
 
 Run "idem COMMAND -h" for a command's flags. Exit codes: 0 ok, 1 error,
 2 usage, 3 no record, 4 record changed, 5 not released (not confirmed or
 lease live), 6 table not found, 7 key schema mismatch, 8 access denied,
-9 no AWS credentials or region, 10 throttled or unavailable, 130 interrupted.
+9 AWS configuration (no credentials or region, a bad profile, an endpoint
+that cannot be reached), 10 throttled or unavailable, 130 interrupted.
 `
 
 func (c *cli) run(ctx context.Context, args []string) int {
@@ -53,15 +57,19 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	cmds := map[string]func(context.Context, []string) error{
-		"inspect": c.inspect,
-		"list":    c.list,
-		"release": c.release,
-		"stats":   c.stats,
+		"inspect":      c.inspect,
+		"list":         c.list,
+		"release":      c.release,
+		"stats":        c.stats,
+		"dlq":          c.dlq,
+		"create-table": c.createTable,
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, usage)
 		return exitOK
+	case "version", "-version", "--version":
+		return c.printVersion()
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -9,21 +9,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/fakeclock"
 )
 
 // The tests run the commands in-process (cli.run) against the DynamoDB API
@@ -228,7 +232,7 @@ func TestUsage(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"help"}, &out, &errOut); code != exitOK || !strings.Contains(out.String(), "release   delete a key's record (fenced)") {
+	if code := run([]string{"help"}, &out, &errOut); code != exitOK || !strings.Contains(out.String(), "release       delete a key's record (fenced)") {
 		t.Errorf("idem help: exit %d, stdout:\n%s", code, out.String())
 	}
 	out.Reset()
@@ -324,6 +328,8 @@ func TestExplain(t *testing.T) {
 		{"throttled", core.MarkTransient(store(ddbstore.ErrThrottled)), exitUnavailable},
 		{"unavailable", store(ddbstore.ErrUnavailable), exitUnavailable},
 		{"bad token", store(ddbstore.ErrBadToken), exitUsage},
+		{"unknown host", store(&smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Scan", Err: &net.DNSError{Name: "dynamodb.example.invalid", IsNotFound: true}}), exitConfig},
+		{"refused", &smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, exitConfig},
 		{"other", errors.New("boom"), exitError},
 	}
 	for _, tc := range tests {
@@ -331,32 +337,74 @@ func TestExplain(t *testing.T) {
 			t.Errorf("%s: explain(%v) = %d %q, want %d", tc.name, tc.err, code, msg, tc.code)
 		}
 	}
+	for err, want := range map[error]string{
+		tests[len(tests)-3].err: "cannot reach DynamoDB at dynamodb.example.invalid (unknown host): check the endpoint (--endpoint-url, AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL)",
+		tests[len(tests)-2].err: "cannot reach SQS at the endpoint (connection refused): check the endpoint (--endpoint-url, AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL)",
+	} {
+		if _, msg := explain(err); !strings.HasPrefix(msg, want) {
+			t.Errorf("explain(%v) = %q, want %q...", err, msg, want)
+		}
+	}
 }
 
+// TestProgress drives the progress line with a fake clock: nothing during
+// the first second, then on a terminal a line rewritten at every page, and
+// elsewhere a line at most every five seconds; nothing when off (--json).
 func TestProgress(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	p := &progress{w: &buf, on: true}
-	p.update(1200, 15.5, 3)
-	p.clear()
-	if got, want := buf.String(), "\r\033[Kscanning: 1200 items, 15.5 RCU, 3 matching\r\033[K"; got != want {
-		t.Errorf("progress wrote %q, want %q", got, want)
+	type step struct {
+		at   time.Duration // since the scan started
+		want string        // written by this update
+	}
+	tests := []struct {
+		name  string
+		tty   bool
+		on    bool
+		steps []step
+		clear string // written by clear
+	}{
+		{name: "terminal", tty: true, on: true, steps: []step{
+			{900 * time.Millisecond, ""},
+			{time.Second, "\r\033[Kscanning: 1200 items, 15.5 RCU, 3 matching, 1s"},
+			{1200 * time.Millisecond, "\r\033[Kscanning: 1200 items, 15.5 RCU, 3 matching, 1s"},
+		}, clear: "\r\033[K"},
+		{name: "not a terminal", on: true, steps: []step{
+			{500 * time.Millisecond, ""},
+			{1500 * time.Millisecond, "idem: scanning: 1200 items, 15.5 RCU, 3 matching, 2s\n"},
+			{6 * time.Second, ""},
+			{6500 * time.Millisecond, "idem: scanning: 1200 items, 15.5 RCU, 3 matching, 7s\n"},
+		}},
+		{name: "off", tty: true, steps: []step{{time.Minute, ""}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := fakeclock.New(t0)
+			var buf bytes.Buffer
+			p := newProgress(&buf, clock.Now, tc.on)
+			p.tty = tc.tty
+			for i, s := range tc.steps {
+				clock.Advance(s.at - clock.Now().Sub(t0))
+				buf.Reset()
+				p.update(1200, 15.5, 3)
+				if buf.String() != s.want {
+					t.Errorf("step %d (%v): wrote %q, want %q", i, s.at, buf.String(), s.want)
+				}
+			}
+			buf.Reset()
+			p.clear()
+			if buf.String() != tc.clear {
+				t.Errorf("clear wrote %q, want %q", buf.String(), tc.clear)
+			}
+		})
 	}
 	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, w := range []io.Writer{&buf, f} {
-		if newProgress(w).on {
-			t.Errorf("progress on for %T, which is not a terminal", w)
+	for _, w := range []io.Writer{&bytes.Buffer{}, f} {
+		if isTerminal(w) {
+			t.Errorf("%T taken for a terminal", w)
 		}
-	}
-	buf.Reset()
-	off := newProgress(&buf)
-	off.update(1, 1, 1)
-	off.clear()
-	if buf.Len() != 0 {
-		t.Errorf("progress off wrote %q", buf.String())
 	}
 }

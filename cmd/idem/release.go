@@ -55,6 +55,9 @@ func (c *cli) release(ctx context.Context, args []string) error {
 	}
 	now := c.now()
 	rec, v, err := c.read(ctx, store, key, source, now, *maxAttempts)
+	if nr := (*noRecordError)(nil); errors.As(err, &nr) {
+		nr.hint = k.notFoundHint(o.layout)
+	}
 	if err != nil {
 		return err
 	}

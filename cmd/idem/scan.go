@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
@@ -63,8 +64,8 @@ type scanner struct {
 	scanned, corrupt int
 }
 
-func newScanner(store *ddbstore.Store, f scanFlags, status core.Status, stderr io.Writer) *scanner {
-	return &scanner{store: store, status: status, maxRCU: f.maxRCU, next: f.next, progress: newProgress(stderr)}
+func newScanner(store *ddbstore.Store, f scanFlags, status core.Status, p *progress) *scanner {
+	return &scanner{store: store, status: status, maxRCU: f.maxRCU, next: f.next, progress: p}
 }
 
 // page reads the next page, of at most want items (0: no bound but the
@@ -102,25 +103,55 @@ func (s *scanner) limit(want int) int32 {
 // overBudget reports whether the budget is used up.
 func (s *scanner) overBudget() bool { return s.maxRCU > 0 && s.consumed >= s.maxRCU }
 
-// progress writes a one-line progress indicator to a terminal, and nothing
-// to anything else.
+// Progress is shown once a scan has run for progressAfter: on a terminal,
+// one line rewritten after each page; elsewhere (a log file, a pipe), a
+// line at most every progressEvery.
+const (
+	progressAfter = time.Second
+	progressEvery = 5 * time.Second
+)
+
+// progress writes what a scan has read so far to stderr, by the command's
+// clock, unless it is off (--json).
 type progress struct {
 	w     io.Writer
+	now   func() time.Time
 	on    bool
-	shown bool
+	tty   bool
+	start time.Time
+	last  time.Time // when a line was last written; zero before the first
+	shown bool      // a terminal line is on screen
 }
 
-func newProgress(w io.Writer) *progress { return &progress{w: w, on: isTerminal(w)} }
+// newProgress returns the progress of a scan that starts now; on is false
+// to write nothing.
+func newProgress(w io.Writer, now func() time.Time, on bool) *progress {
+	return &progress{w: w, now: now, on: on, tty: isTerminal(w), start: now()}
+}
 
 func (p *progress) update(scanned int, rcu float64, matched int) {
 	if !p.on {
 		return
 	}
-	fmt.Fprintf(p.w, "\r\033[Kscanning: %d items, %.1f RCU, %d matching", scanned, rcu, matched)
-	p.shown = true
+	t := p.now()
+	elapsed := t.Sub(p.start)
+	if elapsed < progressAfter {
+		return
+	}
+	line := fmt.Sprintf("scanning: %d items, %.1f RCU, %d matching, %s", scanned, rcu, matched, elapsed.Round(time.Second))
+	switch {
+	case p.tty:
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.shown = true
+	case p.last.IsZero() || t.Sub(p.last) >= progressEvery:
+		fmt.Fprintf(p.w, "idem: %s\n", line)
+	default:
+		return
+	}
+	p.last = t
 }
 
-// clear erases the line, if one was written.
+// clear erases the terminal line, if one was written.
 func (p *progress) clear() {
 	if p.shown {
 		fmt.Fprint(p.w, "\r\033[K")

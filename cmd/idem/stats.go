@@ -77,7 +77,7 @@ func (c *cli) stats(ctx context.Context, args []string) error {
 		return err
 	}
 	now := c.now()
-	sc := newScanner(store, sf, "", c.stderr)
+	sc := newScanner(store, sf, "", newProgress(c.stderr, c.now, !o.json))
 	v := statsView{Table: store.Table(), States: map[string]int{}, ResultSizes: newSizeBuckets()}
 	for _, s := range statsStates {
 		v.States[s] = 0

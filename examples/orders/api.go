@@ -94,8 +94,10 @@ func placeOrder(ctx context.Context, d Deps, req apiRequest) (apiAnswer, error) 
 		return jsonAnswer(http.StatusNotFound, map[string]string{"error": "no such route"}), nil
 	}
 	if d.TestHooks {
-		if ms, err := strconv.Atoi(req.header("x-test-sleep-ms")); err == nil && ms > 0 {
-			time.Sleep(time.Duration(ms) * time.Millisecond)
+		if path := req.header("x-test-hold-file"); path != "" {
+			if err := holdUntilExists(ctx, path); err != nil {
+				return apiAnswer{}, err
+			}
 		}
 		if code, err := strconv.Atoi(req.header("x-test-fail")); err == nil && code >= 500 && code <= 599 {
 			return jsonAnswer(code, map[string]string{"error": "test hook: failing with " + strconv.Itoa(code)}), nil
@@ -214,4 +216,21 @@ func apiDepsFromEnv(ctx context.Context, function string) (Deps, error) {
 		d.Logger.Warn("ORDERS_QUEUE_URL is empty: no OrderPlaced messages will be sent")
 	}
 	return d, nil
+}
+
+// holdUntilExists waits until a file exists at path (the X-Test-Hold-File hook), or ctx
+// ends.
+func holdUntilExists(ctx context.Context, path string) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("orders: test hook: %s never appeared: %w", path, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }

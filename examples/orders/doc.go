@@ -46,8 +46,10 @@
 //
 //   - orders-api and orders-alb, request header X-Test-Fail: 503 (or
 //     another 5xx status): answer that status without creating anything;
-//   - orders-api and orders-alb, request header X-Test-Sleep-Ms: N: sleep N
-//     milliseconds before creating the order (to hold the key in progress);
+//   - orders-api and orders-alb, request header X-Test-Hold-File: PATH: wait
+//     until a file exists at PATH (or the deadline) before creating the order,
+//     so that a test holds the key in progress for as long as it needs,
+//     whatever the machine's speed;
 //   - orders-consumer, body field "fail": "transient_once" fails
 //     transiently while the message's ApproximateReceiveCount is 1 (so the
 //     first delivery is reported and the redelivery succeeds), "transient"
@@ -60,9 +62,8 @@
 //     the timeout in the middle of the handler and a redelivery is not);
 //   - orders-stream, NewImage attribute test_fail (S): "poison" fails
 //     permanently, "transient" transiently;
-//   - orders-stream, NewImage attribute test_sleep_until_ms (N): sleeps
-//     until that Unix time in milliseconds, ignoring the deadline, before
-//     writing the audit entry (so that an invocation is killed by its
-//     timeout in the middle of the handler, and a later one, past that
-//     time, is not).
+//   - orders-stream, NewImage attribute test_hold_file (S): waits until a file
+//     exists at that path, ignoring the deadline, before writing the audit
+//     entry (so that an invocation is killed by its timeout in the middle of
+//     the handler, and one after the test has created the file is not).
 package orders

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -172,13 +173,6 @@ func NewLogger(function string) *slog.Logger {
 	return slog.New(idemlambda.LogHandler(idem.DefaultLogger().Handler())).With(slog.String("function", function))
 }
 
-// NewMetrics returns the functions' observer: CloudWatch metrics in the
-// Embedded Metric Format on stdout, one document per call, with the
-// function's name as a dimension.
-func NewMetrics(function string) (idem.Observer, error) {
-	return emf.New(os.Stdout, emf.WithDimension("Function", function))
-}
-
 // ConsumerFromEnv builds orders-consumer's handler from the environment
 // (ConsumerEnv) and the AWS SDK's default configuration.
 func ConsumerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
@@ -194,9 +188,9 @@ func ConsumerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent
 }
 
 // awsDeps are the dependencies of the function named function over AWS, its
-// logs and metrics on stdout.
+// logs and metrics (NewMetrics) on stdout.
 func awsDeps(ctx context.Context, cfg Config, function string) (Deps, error) {
-	metrics, err := NewMetrics(function)
+	metrics, err := NewMetrics(os.Stdout, function)
 	if err != nil {
 		return Deps{}, err
 	}
@@ -209,6 +203,11 @@ func awsDeps(ctx context.Context, cfg Config, function string) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
+	// A table keyed otherwise than the store expects stops the function at
+	// its initialisation (Runtime.InitError), before it takes any event.
+	if err := store.CheckTable(ctx); err != nil {
+		return Deps{}, err
+	}
 	tables := DynamoTables{Client: db, OrdersTable: cfg.OrdersTable, LedgerTable: cfg.LedgerTable, AuditTable: cfg.AuditTable}
 	d := Deps{
 		Store: store, Orders: tables, Ledger: tables, Audit: tables, Logger: NewLogger(function), Observer: metrics,
@@ -218,4 +217,18 @@ func awsDeps(ctx context.Context, cfg Config, function string) (Deps, error) {
 		d.Publisher = SQSPublisher{Client: sqs.NewFromConfig(awsCfg), QueueURL: cfg.QueueURL}
 	}
 	return d, nil
+}
+
+// MetricDimension is the dimension that names the function in the metrics NewMetrics
+// publishes; the template's alarms on idem's verdicts select by it.
+const MetricDimension = "FunctionName"
+
+// NewMetrics returns the observer that publishes a function's calls as CloudWatch
+// metrics (emf, namespace emf.DefaultNamespace) to w, with the function's name as
+// MetricDimension: Lambda's AWS_LAMBDA_FUNCTION_NAME, or function outside Lambda.
+func NewMetrics(w io.Writer, function string) (*emf.Emitter, error) {
+	if name := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
+		function = name
+	}
+	return emf.New(w, emf.WithDimension(MetricDimension, function))
 }

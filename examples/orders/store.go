@@ -181,7 +181,7 @@ type MemoryTables struct {
 }
 
 // PutOrder implements Orders.
-func (m *MemoryTables) PutOrder(ctx context.Context, o Order) error {
+func (m *MemoryTables) PutOrder(_ context.Context, o Order) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.orders[o.OrderID]; ok {
@@ -195,7 +195,7 @@ func (m *MemoryTables) PutOrder(ctx context.Context, o Order) error {
 }
 
 // Append implements Ledger.
-func (m *MemoryTables) Append(ctx context.Context, e Entry) error {
+func (m *MemoryTables) Append(_ context.Context, e Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ledger[e.EntryID]; ok {
@@ -209,7 +209,7 @@ func (m *MemoryTables) Append(ctx context.Context, e Entry) error {
 }
 
 // AppendAudit implements Audit.
-func (m *MemoryTables) AppendAudit(ctx context.Context, e AuditEntry) error {
+func (m *MemoryTables) AppendAudit(_ context.Context, e AuditEntry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.audit[e.AuditID]; ok {
@@ -300,7 +300,7 @@ type MemoryQueue struct {
 }
 
 // Publish implements Publisher.
-func (q *MemoryQueue) Publish(ctx context.Context, ev OrderPlaced) error {
+func (q *MemoryQueue) Publish(_ context.Context, ev OrderPlaced) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.msgs = append(q.msgs, ev)

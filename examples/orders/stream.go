@@ -77,8 +77,10 @@ var errPoisonRecord = errors.New("orders: poison record (test hook)")
 // streamHooks obeys orders-stream's test hooks, attributes of the NewImage
 // that orders-api never writes (see the package documentation).
 func streamHooks(img map[string]events.DynamoDBAttributeValue) error {
-	if ms, err := strconv.ParseInt(attrNumber(img, "test_sleep_until_ms"), 10, 64); err == nil {
-		time.Sleep(time.Until(time.UnixMilli(ms))) // deliberately deaf to ctx
+	if path := attrString(img, "test_hold_file"); path != "" {
+		for _, err := os.Stat(path); err != nil; _, err = os.Stat(path) {
+			time.Sleep(10 * time.Millisecond) // deliberately deaf to ctx
+		}
 	}
 	switch attrString(img, "test_fail") {
 	case "poison":

@@ -22,10 +22,9 @@ import (
 
 // recorded is one request and its answer, as sent on the wire.
 type recorded struct {
-	op         string
-	req, resp  []byte
-	status     int
-	reportWant bool
+	op        string
+	req, resp []byte
+	status    int
 }
 
 // wire is an http.RoundTripper that keeps every DynamoDB request and answer.

@@ -54,7 +54,7 @@ type Value struct {
 // Item is an item or a key: attribute name to value.
 type Item map[string]Value
 
-// S, N and B return a string, number and binary Value.
+// S returns a string Value.
 func S(s string) Value { return Value{Kind: KindS, Scalar: s} }
 
 // N returns a number Value of the given text.

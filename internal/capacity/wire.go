@@ -122,7 +122,6 @@ type answer struct {
 	Items            []Item
 	Count            int
 	ScannedCount     int
-	Responses        json.RawMessage
 	UnprocessedItems map[string][]writeRequest
 	UnprocessedKeys  map[string]keysAndAttributes
 	ConsumedCapacity json.RawMessage
@@ -187,18 +186,11 @@ func (a *answer) reported() (float64, bool) {
 	} else if json.Unmarshal(raw, &list) != nil {
 		return 0, false
 	}
-	sum, any := 0.0, false
+	sum, found := 0.0, false
 	for _, c := range list {
 		if c.CapacityUnits != nil {
-			sum, any = sum+*c.CapacityUnits, true
+			sum, found = sum+*c.CapacityUnits, true
 		}
 	}
-	return sum, any
-}
-
-// responses decodes a BatchGetItem's Responses.
-func (a *answer) responses() map[string][]Item {
-	var m map[string][]Item
-	_ = json.Unmarshal(a.Responses, &m)
-	return m
+	return sum, found
 }

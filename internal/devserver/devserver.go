@@ -58,7 +58,7 @@ func freePorts(n int) ([]int, error) {
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
 		for _, l := range listeners {
-			l.Close()
+			_ = l.Close() // held only to reserve the port while the others are chosen
 		}
 	}()
 	for range n {
@@ -217,7 +217,7 @@ func startServer(ctx context.Context, name, scheme, dir string, ready func(ctx c
 		if err == nil {
 			return &Server{Name: name, Endpoint: scheme + "://" + addr, Addr: addr, PID: p.pid, proc: p}, nil
 		}
-		p.stop()
+		_ = p.stop() // err, kept below, says why it did not start
 		lastErr = err
 		if !errors.Is(err, errExited) {
 			break
@@ -347,7 +347,7 @@ func StartRIE(ctx context.Context, rieBin, bootstrap string, env []string) (*RIE
 				client:         &http.Client{Transport: noProxy()},
 			}, nil
 		}
-		p.stop()
+		_ = p.stop() // err, kept below, says why it did not start
 		lastErr = err
 		if !errors.Is(err, errExited) {
 			break

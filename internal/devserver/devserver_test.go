@@ -41,21 +41,33 @@ func need(t *testing.T, err error) {
 	}
 }
 
-// groupGone reports whether no live process is left in process group pgid. Zombies do not
-// count: a killed grandchild stays one until init reaps it, which can take a second here.
-// waitGroupGone polls groupGone for a few seconds: SIGKILL is delivered
-// asynchronously, and a loaded machine may take a moment to end the group's
-// processes after Stop returned.
-func waitGroupGone(pgid int) bool {
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if groupGone(pgid) {
+// eventually polls cond until it holds, and reports false only if it still does not hold
+// shortly before the test's deadline (go test -timeout): the wait is for an event (a
+// signal delivered, a line written), bounded by the test, never a duration asserted.
+func eventually(t *testing.T, cond func() bool) bool {
+	t.Helper()
+	end, ok := t.Deadline()
+	for {
+		if cond() {
 			return true
 		}
-		if time.Now().After(deadline) {
-			return false
+		if ok && time.Until(end) < 10*time.Second || t.Context().Err() != nil {
+			return cond()
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// waitGroupGone waits until no live process is left in process group pgid (groupGone):
+// SIGKILL is delivered asynchronously, and a loaded machine may take a moment to end the
+// group's processes after Stop returned.
+func waitGroupGone(t *testing.T, pgid int) bool {
+	t.Helper()
+	return eventually(t, func() bool { return groupGone(pgid) })
+}
+
+// groupGone reports whether no live process is left in process group pgid. Zombies do not
+// count: a killed grandchild stays one until init reaps it, which can take a second here.
 
 func groupGone(pgid int) bool {
 	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
@@ -86,7 +98,13 @@ func groupGone(pgid int) bool {
 	return true
 }
 
+// callClient makes the tests' API calls. Its timeout only guards against a
+// hung server: a server's first call of a service can take seconds on a busy
+// machine (moto loads the service's backend then), unlike a readiness poll.
+var callClient = &http.Client{Transport: noProxy(), Timeout: time.Minute}
+
 // ddbCall posts a DynamoDB JSON request with a syntactically valid (unchecked) signature.
+
 func ddbCall(t *testing.T, endpoint, op, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint+"/", strings.NewReader(body))
@@ -98,7 +116,7 @@ func ddbCall(t *testing.T, endpoint, op, body string) (int, string) {
 	req.Header.Set("X-Amz-Date", time.Now().UTC().Format("20060102T150405Z"))
 	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, "+
 		"SignedHeaders=host;x-amz-date, Signature=0000000000000000000000000000000000000000000000000000000000000000")
-	resp, err := pollClient.Do(req)
+	resp, err := callClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", op, err)
 	}
@@ -210,7 +228,9 @@ func TestLogBufferKeepsNewest(t *testing.T) {
 	t.Parallel()
 	b := newLogBuffer(100)
 	for i := range 50 {
-		b.Write([]byte(strconv.Itoa(i) + "\n"))
+		if _, err := b.Write([]byte(strconv.Itoa(i) + "\n")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := b.String()
 	if !strings.HasSuffix(s, "48\n49\n") {
@@ -287,11 +307,14 @@ func TestStopKillsWholeGroup(t *testing.T) {
 	t.Parallel()
 	// The shell ignores SIGTERM and its child sleeps: Stop must fall back to SIGKILL and
 	// leave nothing in the group.
-	p, err := startProcess(t.Context(), "sh", []string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & wait"}, nil, "")
+	p, err := startProcess(t.Context(), "sh", []string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & echo ready; wait"}, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the shell install its trap and fork
+	// The shell says when it has installed its trap and forked.
+	if !eventually(t, func() bool { return strings.Contains(p.log.String(), "ready") }) {
+		t.Fatalf("the shell never got ready: %q", p.log.String())
+	}
 	start := time.Now()
 	if err := p.stop(); err != nil {
 		t.Fatalf("stop() = %v", err)
@@ -299,7 +322,7 @@ func TestStopKillsWholeGroup(t *testing.T) {
 	if d := time.Since(start); d < StopGrace {
 		t.Errorf("stop() took %v, want at least StopGrace (%v) before SIGKILL", d, StopGrace)
 	}
-	if !waitGroupGone(p.pid) {
+	if !waitGroupGone(t, p.pid) {
 		t.Errorf("process group %d still has processes after stop()", p.pid)
 	}
 }
@@ -312,7 +335,7 @@ func checkStopped(t *testing.T, name string, pid int, stop func() error, endpoin
 	if err := stop(); err != nil {
 		t.Errorf("%s second Stop() = %v, want nil", name, err)
 	}
-	if !waitGroupGone(pid) {
+	if !waitGroupGone(t, pid) {
 		t.Errorf("%s process group %d still has processes after Stop", name, pid)
 	}
 	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(endpoint, "http://"), time.Second); err == nil {
@@ -349,12 +372,8 @@ func TestDynaliteStopsWithContext(t *testing.T) {
 	s, err := StartDynalite(ctx, root)
 	need(t, err)
 	cancel()
-	deadline := time.Now().Add(StopGrace + 2*time.Second)
-	for !groupGone(s.PID) {
-		if time.Now().After(deadline) {
-			t.Fatalf("dynalite (pid %d) still running after its context was canceled", s.PID)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitGroupGone(t, s.PID) {
+		t.Fatalf("dynalite (pid %d) still running after its context was canceled", s.PID)
 	}
 	if err := s.Stop(); err != nil {
 		t.Errorf("Stop() after the context stopped it = %v, want nil", err)
@@ -461,12 +480,14 @@ func TestInvokeSerializes(t *testing.T) {
 // of the answer.
 func redisCall(t *testing.T, addr, cmd string) string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if end, ok := t.Deadline(); ok { // a server that never answers fails the test, not the machine's speed
+		_ = c.SetDeadline(end.Add(-10 * time.Second))
+	}
 	if _, err := io.WriteString(c, cmd+"\r\n"); err != nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}

@@ -56,7 +56,7 @@ func startProcess(ctx context.Context, name string, argv, env []string, dir stri
 	go func() {
 		select {
 		case <-ctx.Done():
-			p.stop()
+			_ = p.stop() // Stop returns this stop's result to its caller
 		case <-p.done:
 		}
 	}()

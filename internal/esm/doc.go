@@ -36,11 +36,9 @@
 // outlives its timeout is abandoned, not stopped: it keeps running while the poller goes on,
 // where Lambda would stop the sandbox.
 //
-// Redrive moves a dead-letter queue's messages back to their source queue, standing in for
-// StartMessageMoveTask, which moto 5.2.5 does not implement (it answers HTTP 500). CreateQueues
-// creates a queue and its dead-letter queue with a redrive policy; Peek receives a queue's
-// messages and leaves them visible, and ReceiveAnswer writes them as `aws sqs receive-message`
-// prints them (the input of `idem inspect --sqs-event`).
+// CreateQueues creates a queue and its dead-letter queue with a redrive policy; what an
+// operator does with the dead-letter queue (peek at it, redrive it) is package
+// internal/dlq's, which cmd/idem's dlq command runs.
 //
 // moto 5.2.5, measured: visibility timeouts expire as on SQS (whole seconds; a long poll
 // notices a message made visible again only at its next receive, so a redelivery comes up to

@@ -126,9 +126,9 @@ func remoteAnswer(status int, body []byte) ([]byte, error) {
 }
 
 func truncate(b []byte) string {
-	const max = 200
-	if len(b) > max {
-		return string(b[:max]) + "…"
+	const limit = 200
+	if len(b) > limit {
+		return string(b[:limit]) + "…"
 	}
 	return string(b)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemgo/idem/internal/devserver"
+	"github.com/idemgo/idem/internal/dlq"
 	"github.com/idemgo/idem/internal/esm"
 )
 
@@ -105,17 +104,10 @@ func send(t *testing.T, c *sqs.Client, url, body string) string {
 // counts returns the queue's visible and in-flight message counts.
 func counts(t *testing.T, c *sqs.Client, url string) (visible, inFlight int) {
 	t.Helper()
-	out, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
+	visible, inFlight, err := dlq.Depth(t.Context(), c, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 	return visible, inFlight
 }
 
@@ -139,6 +131,17 @@ func pollUntil(t *testing.T, p *esm.Poller, n int, done func(esm.Batch) bool) []
 	}
 	t.Fatalf("condition not reached after %d polls; batches: %+v", n, seen)
 	return nil
+}
+
+// testEnd is closed shortly before the test's deadline (go test -timeout), so that a wait
+// for an event that never comes fails with a message rather than a panic; it asserts
+// nothing about time.
+func testEnd(t *testing.T) <-chan time.Time {
+	d, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	return time.After(time.Until(d) - 10*time.Second)
 }
 
 // since returns the time since start, rounded for messages.

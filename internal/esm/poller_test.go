@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idemgo/idem/internal/dlq"
 	"github.com/idemgo/idem/internal/esm"
 )
 
@@ -241,7 +240,7 @@ func TestRedrivePolicyMovesToDLQ(t *testing.T) {
 	}
 
 	fixed = true
-	n, err := esm.Redrive(t.Context(), c, q.DLQURL, q.URL)
+	n, err := dlq.Redrive(t.Context(), c, q.DLQURL, q.URL)
 	if err != nil || n != 1 {
 		t.Fatalf("Redrive = %d, %v; want 1 moved", n, err)
 	}
@@ -370,53 +369,11 @@ func TestRun(t *testing.T) {
 		if got != id {
 			t.Errorf("deleted %s, want %s", got, id)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not consume the message")
+	case <-testEnd(t):
+		t.Fatal("Run did not consume the message by the test's deadline")
 	}
 	cancel()
 	if err := <-ran; err != nil {
 		t.Errorf("Run = %v, want nil once its context is done", err)
-	}
-}
-
-// Peek leaves the messages visible; ReceiveAnswer writes them as the AWS CLI prints them,
-// which decodes as the idem command reads --sqs-event.
-func TestPeekAndReceiveAnswer(t *testing.T) {
-	t.Parallel()
-	c := sqsClient(t)
-	q := queues(t, c, esm.QueueConfig{VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 2})
-	_, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{
-		QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(`{"event_id":"evt_9"}`),
-		MessageAttributes: map[string]types.MessageAttributeValue{"EventId": {DataType: aws.String("String"), StringValue: aws.String("evt_9")}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := esm.Peek(t.Context(), c, q.DLQURL)
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("Peek = %d messages, %v; want 1", len(msgs), err)
-	}
-	if visible, inFlight := counts(t, c, q.DLQURL); visible != 1 || inFlight != 0 {
-		t.Errorf("after Peek: %d visible, %d in flight; want the message visible", visible, inFlight)
-	}
-	data, err := esm.ReceiveAnswer(msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Messages []events.SQSMessage // as cmd/idem decodes it
-	}
-	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Messages) != 1 {
-		t.Fatalf("ReceiveAnswer = %s (%v)", data, err)
-	}
-	m := doc.Messages[0]
-	if m.MessageId != aws.ToString(msgs[0].MessageId) || m.Body != `{"event_id":"evt_9"}` || m.Attributes["ApproximateReceiveCount"] != "1" ||
-		aws.ToString(m.MessageAttributes["EventId"].StringValue) != "evt_9" {
-		t.Errorf("decoded %+v from\n%s", m, data)
-	}
-	for _, field := range []string{`"MessageId"`, `"ReceiptHandle"`, `"MD5OfBody"`, `"Body"`, `"Attributes"`, `"MD5OfMessageAttributes"`, `"StringValue"`, `"DataType"`} {
-		if !strings.Contains(string(data), field) {
-			t.Errorf("ReceiveAnswer lacks the CLI's field %s:\n%s", field, data)
-		}
 	}
 }

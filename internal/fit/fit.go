@@ -34,11 +34,11 @@ func CheckThreshold(n int) error {
 // returns the encoded form and its size as the store counts it.
 type Encode[T any] func(rec core.Record, body []byte, encoding string) (T, int)
 
-// Record returns rec encoded within max, and rec as stored. It compresses a
+// Record returns rec encoded within limit, and rec as stored. It compresses a
 // result longer than compressAbove (NoCompression: never) when that makes it
 // smaller; drops a result that still does not fit; shortens the error
 // message last. ok is false, with the size reached, if even that does not fit.
-func Record[T any](rec core.Record, compressAbove, max int, encode Encode[T]) (enc T, stored core.Record, size int, ok bool) {
+func Record[T any](rec core.Record, compressAbove, limit int, encode Encode[T]) (enc T, stored core.Record, size int, ok bool) {
 	body, encoding := rec.Result, ""
 	if compressAbove >= 0 && len(body) > compressAbove {
 		if z := gzipBody(body); len(z) < len(body) {
@@ -49,20 +49,20 @@ func Record[T any](rec core.Record, compressAbove, max int, encode Encode[T]) (e
 		rec.Result = nil
 	}
 	enc, size = encode(rec, body, encoding)
-	if size <= max {
+	if size <= limit {
 		return enc, rec, size, true
 	}
 	if len(body) > 0 {
 		rec.Result, rec.ResultOmitted = nil, true
 		enc, size = encode(rec, nil, "")
 	}
-	if size > max && rec.Error != "" {
+	if size > limit && rec.Error != "" {
 		const mark = " …(truncated)"
-		keep := len(rec.Error) - (size - max) - len(mark)
+		keep := len(rec.Error) - (size - limit) - len(mark)
 		rec.Error = truncateUTF8(rec.Error, keep) + mark
 		enc, size = encode(rec, nil, "")
 	}
-	return enc, rec, size, size <= max
+	return enc, rec, size, size <= limit
 }
 
 // Decode returns the result body stored in encoding.

@@ -55,10 +55,10 @@ func Payload(method, path string, body []byte) ([]byte, error) {
 }
 
 // nestsDeeper reports whether b, a document that opens with '[' or '{'
-// after optional whitespace, has more than max arrays and objects open at
+// after optional whitespace, has more than limit arrays and objects open at
 // once. Brackets inside strings do not count; the rest of the syntax is not
 // checked.
-func nestsDeeper(b []byte, max int) bool {
+func nestsDeeper(b []byte, limit int) bool {
 	t := bytes.TrimLeft(b, " \t\r\n")
 	if len(t) == 0 || (t[0] != '[' && t[0] != '{') {
 		return false
@@ -78,7 +78,7 @@ func nestsDeeper(b []byte, max int) bool {
 		case c == '"':
 			inString = true
 		case c == '[' || c == '{':
-			if depth++; depth > max {
+			if depth++; depth > limit {
 				return true
 			}
 		case c == ']' || c == '}':

@@ -63,10 +63,10 @@ func hashState(state any) uint64 {
 	s := state.(State)
 	h := fnv.New64a()
 	if r := s.Rec; r != nil {
-		fmt.Fprintf(h, "%s|%s|%d|%d|%d|%d|%d", r.LeaseToken, r.Status, r.Attempts, len(r.Steps),
-			r.LeaseUntil.UnixNano(), r.ExpiresAt.UnixNano(), r.UpdatedAt.UnixNano())
+		h.Write(fmt.Appendf(nil, "%s|%s|%d|%d|%d|%d|%d", r.LeaseToken, r.Status, r.Attempts, len(r.Steps),
+			r.LeaseUntil.UnixNano(), r.ExpiresAt.UnixNano(), r.UpdatedAt.UnixNano()))
 	}
-	fmt.Fprintf(h, "|%d", s.Effects)
+	h.Write(fmt.Appendf(nil, "|%d", s.Effects))
 	return h.Sum64()
 }
 

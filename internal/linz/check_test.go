@@ -147,14 +147,14 @@ func (s getIgnoresRetention) Get(ctx context.Context, key string, _ time.Time) (
 }
 
 func (s completeUnfenced) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
-	if cur, err := s.Store.Get(ctx, rec.Key, rec.UpdatedAt); err == nil && cur.Status == core.StatusInProgress {
+	if cur, err := s.Get(ctx, rec.Key, rec.UpdatedAt); err == nil && cur.Status == core.StatusInProgress {
 		rec.LeaseToken, rec.Attempts = cur.LeaseToken, cur.Attempts
 	}
 	return s.Store.Complete(ctx, rec)
 }
 
 func (s releaseUnfenced) Release(ctx context.Context, rec core.Record) error {
-	cur, err := s.Store.Get(ctx, rec.Key, time.Time{})
+	cur, err := s.Get(ctx, rec.Key, time.Time{})
 	if err != nil {
 		return err
 	}

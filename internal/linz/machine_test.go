@@ -60,7 +60,11 @@ func TestModelFindsMutants(t *testing.T) {
 	if err := flag.Set("rapid.nofailfile", "true"); err != nil {
 		t.Fatal(err)
 	}
-	defer flag.Set("rapid.nofailfile", "false")
+	defer func() {
+		if err := flag.Set("rapid.nofailfile", "false"); err != nil {
+			t.Error(err)
+		}
+	}()
 	cases := []struct {
 		name     string
 		target   *linz.Target

@@ -68,7 +68,7 @@ func runWorker(cfg string) error {
 		if err != nil {
 			return err
 		}
-		defer closeClient()
+		defer func() { _ = closeClient() }() // a client of a server the process leaves running
 		target = t
 	default:
 		return fmt.Errorf("unknown store %q", w.Store)

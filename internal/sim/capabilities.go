@@ -78,8 +78,8 @@ func (d drawer) dur(lo, hi time.Duration) time.Duration {
 }
 
 // runner draws the runner's options: retention, lease, attempts, retries,
-// completion attempts, cache, wait, fingerprint selection, backoff policy
-// and observer.
+// completion attempts, cache, wait, fingerprint selection, memory of keys
+// in progress (off, the default, or drawn), backoff policy and observer.
 func (d drawer) runner(sv *Service) {
 	if d.p(0.4) {
 		sv.Retention = d.dur(30*time.Second, time.Hour)
@@ -107,6 +107,13 @@ func (d drawer) runner(sv *Service) {
 		sv.Wait = d.dur(50*time.Millisecond, 30*time.Second)
 	}
 	sv.Selection = d.p(0.4)
+	switch d.r.IntN(3) {
+	case 0:
+		sv.InProgressMemory = -1
+	case 1:
+		sv.InProgressMemory = 1 + d.r.IntN(64)
+		sv.InProgressRecheck = d.dur(10*time.Millisecond, 2*time.Second)
+	}
 	if d.p(0.3) {
 		step := d.dur(time.Millisecond, 500*time.Millisecond)
 		sv.Options = append(sv.Options, idem.WithBackoff(func(attempt int, r float64) time.Duration {

@@ -56,11 +56,11 @@ func (s *simulation) violate(inv Invariant, ks *keyState, format string, args ..
 }
 
 func (s *simulation) halted() bool {
-	max := s.cfg.MaxViolations
-	if max < 1 {
-		max = 1
+	limit := s.cfg.MaxViolations
+	if limit < 1 {
+		limit = 1
 	}
-	return s.nViolations >= max
+	return s.nViolations >= limit
 }
 
 // fmtRel formats a simulated instant as an offset from the epoch.

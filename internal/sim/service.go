@@ -52,6 +52,13 @@ type Service struct {
 	// Steps makes every handler try run two steps (idem.Step): one at its
 	// start, one at its end.
 	Steps bool
+	// InProgressMemory is the size of each sandbox runner's memory of keys
+	// in progress (idem.WithInProgressMemory): 0 keeps the runner's
+	// default, a negative size turns the memory off; InProgressRecheck, if
+	// set, is its recheck interval (idem.WithInProgressRecheck). Options,
+	// if they set them too, win.
+	InProgressMemory  int
+	InProgressRecheck time.Duration
 	// Stage is the probability that a try stages writes (Config.Stager)
 	// to be committed with its success; StageRefused, that the last of them
 	// is refused by its own condition at the commit.

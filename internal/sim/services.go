@@ -46,10 +46,11 @@ func ShortRetention() Service {
 }
 
 // NoDeadlineRetries runs without deadlines (the 15-minute default lease)
-// with in-process retries, and handlers of up to 14 minutes.
+// with in-process retries, handlers of up to 14 minutes, and no memory of
+// keys in progress.
 func NoDeadlineRetries() Service {
 	return keyTraffic(Service{
-		Name:       "no-deadline",
+		Name: "no-deadline", InProgressMemory: -1,
 		Retry:      Retry{Attempts: 3, Base: 100 * time.Millisecond, Max: 2 * time.Second},
 		Deadlines:  []DeadlineMode{{Kind: NoDeadline}},
 		HandlerMin: 10 * time.Second, HandlerMax: 14 * time.Minute,
@@ -88,11 +89,12 @@ func TinyTimeouts() Service {
 }
 
 // HTTPService is a service behind HTTP: request timeouts of 1 to 30 s that
-// cancel the context, callers that hang up, a result cache.
+// cancel the context, callers that hang up, a result cache, and a memory
+// of keys in progress small enough to forget keys, rechecked every 250 ms.
 func HTTPService() Service {
 	return keyTraffic(Service{
 		Name:  "http",
-		Cache: 64,
+		Cache: 64, InProgressMemory: 4, InProgressRecheck: 250 * time.Millisecond,
 		Deadlines: []DeadlineMode{
 			{Kind: Cancel, Min: time.Second, Max: 30 * time.Second},
 			{Kind: NoDeadline},

@@ -242,8 +242,8 @@ func (s *simulation) runnerOptions(sv *service, sb *sandbox) []idem.Option {
 		idem.WithRand(s.rng.Float64), idem.WithTokens(sb.token), idem.WithLogger(s.logger), idem.WithTracer(tracer{s}))
 }
 
-// capabilityOptions are the options of the service's cache, wait, renewal
-// and fingerprint selection.
+// capabilityOptions are the options of the service's cache, wait, renewal,
+// memory of keys in progress and fingerprint selection.
 func (sv *Service) capabilityOptions() []idem.Option {
 	var opts []idem.Option
 	if sv.Cache > 0 {
@@ -257,6 +257,12 @@ func (sv *Service) capabilityOptions() []idem.Option {
 	}
 	if sv.Renewal > 0 {
 		opts = append(opts, idem.WithLeaseRenewal(sv.Renewal))
+	}
+	if sv.InProgressMemory != 0 {
+		opts = append(opts, idem.WithInProgressMemory(max(sv.InProgressMemory, 0)))
+	}
+	if sv.InProgressRecheck > 0 {
+		opts = append(opts, idem.WithInProgressRecheck(sv.InProgressRecheck))
 	}
 	if sv.Selection && sv.Batch == 0 {
 		opts = append(opts, idem.WithFingerprintSelection(core.IgnoreFields("sent_at")))

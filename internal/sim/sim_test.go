@@ -193,7 +193,7 @@ func TestSimDeterministic(t *testing.T) {
 type unfenced struct{ *memstore.Store }
 
 func (u unfenced) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
-	cur, err := u.Store.Get(ctx, rec.Key, rec.UpdatedAt)
+	cur, err := u.Get(ctx, rec.Key, rec.UpdatedAt)
 	if err == nil && cur.Status == core.StatusInProgress && cur.LeaseToken != rec.LeaseToken {
 		rec.LeaseToken = cur.LeaseToken // the bug: any holder may complete
 	}

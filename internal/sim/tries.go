@@ -42,9 +42,9 @@ func (s *simulation) startTry(c *call, ctx context.Context) *try {
 	ks.open = append(ks.open, tr)
 	c.try = tr
 	ks.lifeTries++
-	if max := ks.sv.maxAttempts(); ks.lifeTries > max {
+	if maxTries := ks.sv.maxAttempts(); ks.lifeTries > maxTries {
 		s.violate(Attempts, ks, "try %d of delivery %d is execution %d of the key in this record lifetime (begun at %s); max attempts is %d; store holds %s",
-			tr.id, c.d.id, ks.lifeTries, s.fmtRel(ks.lifeStart), max, s.curString(ks))
+			tr.id, c.d.id, ks.lifeTries, s.fmtRel(ks.lifeStart), maxTries, s.curString(ks))
 	}
 	s.hist(c, hTryStart, core.Record{}, nil)
 	return tr

@@ -118,7 +118,7 @@ func albOrderID(t *testing.T, a albAnswer) string {
 func TestALB(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	a := s.start("orders-alb")
+	a := s.startWith("orders-alb", holdTimeout, true)
 	b := s.start("orders-alb")
 	var want []string
 	for _, multi := range []bool{false, true} {
@@ -171,7 +171,7 @@ func TestALB(t *testing.T) {
 	}
 }
 
-// albConflict: a slow request in sandbox a; its duplicate reaches b and
+// albConflict: a request held in progress in sandbox a; its duplicate reaches b and
 // gets 409 with Retry-After in multiValueHeaders. It returns the order the
 // slow request placed.
 func (s *stack) albConflict(a, b *devserver.RIE) string {
@@ -181,11 +181,10 @@ func (s *stack) albConflict(a, b *devserver.RIE) string {
 		s.t.Fatal(err)
 	}
 	slow := make(chan albAnswer, 1)
+	holdFile, release := hold(s.t)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		var ans albAnswer
-		_, out, err := a.Invoke(ctx, mustJSON(s.t, albEvent(true, slowKey, "carol", orderBody, map[string]string{"x-test-sleep-ms": "1500"})))
+		_, out, err := a.Invoke(context.Background(), mustJSON(s.t, albEvent(true, slowKey, "carol", orderBody, map[string]string{"x-test-hold-file": holdFile})))
 		if err == nil {
 			_ = json.Unmarshal(out, &ans.ALBTargetGroupResponse)
 		}
@@ -194,9 +193,10 @@ func (s *stack) albConflict(a, b *devserver.RIE) string {
 	s.waitInProgress(key)
 	conflict := s.alb(b, true, albEvent(true, slowKey, "carol", orderBody, nil))
 	s.wantALBProblem("concurrent", conflict, 409, idemlambda.ProblemInProgress)
-	if ra, err := strconv.Atoi(conflict.header("Retry-After")); err != nil || ra < 1 || ra > functionTimeout+2 || conflict.StatusDescription != "409 Conflict" {
+	if ra, err := strconv.Atoi(conflict.header("Retry-After")); err != nil || ra < 1 || ra > holdTimeout+1 || conflict.StatusDescription != "409 Conflict" {
 		s.t.Errorf("409: Retry-After %q, %q", conflict.header("Retry-After"), conflict.StatusDescription)
 	}
+	release()
 	done := <-slow
 	done.multi = true
 	if done.StatusCode != 201 {

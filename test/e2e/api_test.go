@@ -70,7 +70,7 @@ func wantProblem(t *testing.T, step string, resp events.APIGatewayV2HTTPResponse
 func TestAPI(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	a := s.start("orders-api")
+	a := s.startWith("orders-api", holdTimeout, true)
 	b := s.start("orders-api")
 
 	// Replay: same key and body → same order, marked replayed, one item.
@@ -108,26 +108,31 @@ func TestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := make(chan events.APIGatewayV2HTTPResponse, 1)
+	type answer struct {
+		resp events.APIGatewayV2HTTPResponse
+		err  error
+	}
+	slow := make(chan answer, 1)
+	holdFile, release := hold(t)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, out, err := a.Invoke(ctx, mustJSON(t, apiEvent(slowKey, orderBody, map[string]string{"x-test-sleep-ms": "1500"})))
+		_, out, err := a.Invoke(context.Background(), mustJSON(t, apiEvent(slowKey, orderBody, map[string]string{"x-test-hold-file": holdFile})))
 		var resp events.APIGatewayV2HTTPResponse
 		if err == nil {
 			err = json.Unmarshal(out, &resp)
 		}
-		slow <- resp
+		slow <- answer{resp, err}
 	}()
 	held := s.waitInProgress(key)
 	conflict := s.http(b, apiEvent(slowKey, orderBody, nil))
 	wantProblem(t, "concurrent", conflict, 409, idemlambda.ProblemInProgress)
-	if ra, err := strconv.Atoi(conflict.Headers["Retry-After"]); err != nil || ra < 1 || ra > functionTimeout+2 {
-		t.Errorf("Retry-After = %q, want whole seconds until the lease end (%v)", conflict.Headers["Retry-After"], time.Until(held.LeaseUntil))
+	if ra, err := strconv.Atoi(conflict.Headers["Retry-After"]); err != nil || ra < 1 || ra > holdTimeout+1 {
+		t.Errorf("Retry-After = %q, want whole seconds until the lease end (%v)", conflict.Headers["Retry-After"], held.LeaseUntil)
 	}
-	done := <-slow
-	if done.StatusCode != 201 {
-		t.Fatalf("slow request: %d %s", done.StatusCode, done.Body)
+	release()
+	slowAnswer := <-slow
+	done := slowAnswer.resp
+	if slowAnswer.err != nil || done.StatusCode != 201 {
+		t.Fatalf("slow request: %d %s (%v)", done.StatusCode, done.Body, slowAnswer.err)
 	}
 	id3 := orderID(t, done)
 	after := s.http(b, apiEvent(slowKey, orderBody, nil))

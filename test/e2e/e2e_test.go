@@ -38,7 +38,38 @@ const (
 	// functionTimeout seconds plus this after it started.
 	leaseMargin = 300 * time.Millisecond
 	queueARN    = "arn:aws:sqs:us-east-1:123456789012:orders"
+	// holdTimeout is the timeout of a sandbox whose request a test holds in progress
+	// (X-Test-Hold-File) until it has sent the request's duplicate: far longer than any
+	// machine takes, so the hold ends when the test says, never by the deadline.
+	holdTimeout = 120
 )
+
+// checkLease checks that a key held by an invocation sent at sent has a lease that ends at
+// the invocation's deadline plus the margin: at least timeout+leaseMargin after the test sent
+// the invoke (the deadline counts from when the emulator received it), and at most that long
+// after the function reserved the key (UpdatedAt, by the function's own clock); both to the
+// millisecond the store keeps. Bounds from events, not from how fast the machine is.
+func checkLease(t *testing.T, held core.Record, sent time.Time, timeout time.Duration) {
+	t.Helper()
+	want := timeout + leaseMargin
+	earliest, latest := sent.Add(want).Add(-time.Millisecond), held.UpdatedAt.Add(want).Add(time.Millisecond)
+	if held.LeaseUntil.Before(earliest) || held.LeaseUntil.After(latest) {
+		t.Errorf("lease ends at %v, want between %v (sent + %v) and %v (reserved + %v): the deadline plus the margin",
+			held.LeaseUntil, earliest, want, latest, want)
+	}
+}
+
+// hold returns the path of a file that does not exist yet, for the X-Test-Hold-File
+// hook, and the function that creates it, ending the hold.
+func hold(t *testing.T) (path string, release func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "release")
+	return path, func() {
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+}
 
 // bootstraps are built once per test binary, for the host's architecture:
 // the example's functions, and a Kinesis consumer that exists for these

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/examples/orders"
 	"github.com/idemgo/idem/internal/devserver"
+	"github.com/idemgo/idem/internal/dlq"
 	"github.com/idemgo/idem/internal/esm"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
@@ -30,17 +29,25 @@ const (
 	queueTimeout = 2
 	// maxReceiveCount is the queue's redrive policy: receives before the dead-letter queue.
 	maxReceiveCount = 2
+	// retriesTimeout is queueTimeout for a test whose deliveries must each run all their
+	// in-process retries: far more time than they take on any machine, so that the retries
+	// end by their count, never by the deadline.
+	retriesTimeout = 10
 )
 
 // queued is a stack whose consumer is fed by the event source mapping (internal/esm) from a
 // queue and its dead-letter queue on a real SQS API: moto's, at $AWS_ENDPOINT_URL_SQS.
 type queued struct {
 	*stack
-	client *sqs.Client
-	q      esm.Queues
+	client  *sqs.Client
+	q       esm.Queues
+	timeout int // the consumer's timeout and the queue's visibility timeout, seconds
 }
 
-func newQueued(t *testing.T) *queued {
+func newQueued(t *testing.T) *queued { return newQueuedTimeout(t, queueTimeout) }
+
+// newQueuedTimeout is newQueued with another consumer timeout and visibility timeout.
+func newQueuedTimeout(t *testing.T, timeout int) *queued {
 	s := newStack(t)
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
 		t.Fatal("the queue tests need AWS_ENDPOINT_URL_SQS (an SQS-API server): run them with `make test` " +
@@ -50,10 +57,10 @@ func newQueued(t *testing.T) *queued {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := &queued{stack: s, client: sqs.NewFromConfig(cfg)}
+	qs := &queued{stack: s, client: sqs.NewFromConfig(cfg), timeout: timeout}
 	name := strings.TrimSuffix(s.idemTable, "-idem")
 	qs.q, err = esm.CreateQueues(t.Context(), qs.client, name,
-		esm.QueueConfig{VisibilityTimeout: queueTimeout * time.Second, MaxReceiveCount: maxReceiveCount})
+		esm.QueueConfig{VisibilityTimeout: time.Duration(timeout) * time.Second, MaxReceiveCount: maxReceiveCount})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +71,9 @@ func newQueued(t *testing.T) *queued {
 // mapping from the queue to it, which invokes it one batch at a time.
 func (s *queued) consumer(hooks bool) (*devserver.RIE, *esm.Poller) {
 	s.t.Helper()
-	fn := s.startWith("orders-consumer", queueTimeout, hooks)
+	fn := s.startWith("orders-consumer", s.timeout, hooks)
 	p, err := esm.New(s.t.Context(), s.client, s.q.URL, esm.Remote(fn),
-		esm.WithReportBatchItemFailures(), esm.WithFunctionTimeout(queueTimeout*time.Second))
+		esm.WithReportBatchItemFailures(), esm.WithFunctionTimeout(time.Duration(s.timeout)*time.Second))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -85,17 +92,10 @@ func (s *queued) send(body string) string {
 // held returns the messages a queue holds, visible or in flight.
 func (s *queued) held(url string) int {
 	s.t.Helper()
-	out, err := s.client.GetQueueAttributes(s.t.Context(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		},
-	})
+	visible, inFlight, err := dlq.Depth(s.t.Context(), s.client, url)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	visible, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 	return visible + inFlight
 }
 
@@ -241,7 +241,7 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	if err := s.store.Release(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := esm.Redrive(t.Context(), s.client, s.q.DLQURL, s.q.URL); err != nil || n != 1 {
+	if n, err := dlq.Redrive(t.Context(), s.client, s.q.DLQURL, s.q.URL); err != nil || n != 1 {
 		t.Fatalf("Redrive = %d, %v; want 1 message moved", n, err)
 	}
 	s.pollUntil(p, 4, func(b esm.Batch) bool { return len(b.Deleted) == 1 })
@@ -265,7 +265,7 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 // handler never runs for a replayed failure.
 func TestQueueFailuresEndInTheDLQ(t *testing.T) {
 	t.Parallel()
-	s := newQueued(t)
+	s := newQueuedTimeout(t, retriesTimeout)
 	fn, p := s.consumer(true)
 
 	bodies := map[string]string{
@@ -282,7 +282,8 @@ func TestQueueFailuresEndInTheDLQ(t *testing.T) {
 	for name, body := range bodies {
 		ids[s.send(body)] = name
 	}
-	s.pollUntil(p, 12, func(esm.Batch) bool { return s.held(s.q.DLQURL) == len(bodies) })
+	// Each delivery: the receive, then up to a visibility timeout of empty one-second polls.
+	s.pollUntil(p, (maxReceiveCount+1)*(retriesTimeout+2), func(esm.Batch) bool { return s.held(s.q.DLQURL) == len(bodies) })
 	if n := s.held(s.q.URL); n != 0 {
 		t.Errorf("the queue still holds %d messages", n)
 	}

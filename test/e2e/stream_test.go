@@ -156,6 +156,41 @@ func TestStreamDuplicates(t *testing.T) {
 	}
 }
 
+// An event aws-lambda-go cannot decode fails the invocation before any wrapper runs: a
+// binary set whose members are not strings ({"BS":[1]}) panics in its decoder, and the
+// runtime exits after reporting the panic (Runtime.ExitError: the emulator answers 502 with
+// the panic as the error); the next invocation is a cold start, and runs as usual. Lambda
+// retries (and bisects) such a batch until its retry limits give up. Each function also
+// publishes its calls' metrics (EMF) on standard output, named by its function name.
+func TestStreamUndecodableEvent(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	fn := s.start("orders-stream")
+	bad := orderInsert(1, "ord_bs", map[string]any{"blobs": map[string]any{"BS": []any{1}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	status, body, err := fn.Invoke(ctx, mustJSON(t, map[string]any{"Records": []any{bad}}))
+	if err != nil || status != 502 || !strings.Contains(string(body), `"errorType":"TypeAssertionError"`) || !strings.Contains(string(body), "unmarshalBinarySet") {
+		t.Fatalf("invoke with {\"BS\":[1]}: %d %s (%v); want 502 and the decoder's panic", status, body, err)
+	}
+	// The emulator logs the runtime's exit as it notices it, which may be just after it
+	// answered: the next invocation, which waits for the new runtime, comes after both.
+	if got := s.checkpoints(fn, orderInsert(2, "ord_ok", nil)); len(got) != 0 {
+		t.Fatalf("the next batch: checkpoints %v, want none", got)
+	}
+	log := fn.Log()
+	exit := strings.Index(log, "Runtime.ExitError")
+	if exit < 0 || !strings.Contains(log[exit:], "INIT START(type: on-demand, phase: invoke)") {
+		t.Errorf("want the runtime's exit (Runtime.ExitError), then a cold start for the next invocation:\n%s", log)
+	}
+	if n := s.auditByOrder(); !maps.Equal(n, map[string]int{"ord_ok": 1}) {
+		t.Errorf("audit = %v, want ord_ok only", n)
+	}
+	if !strings.Contains(fn.Log(), `"`+orders.MetricDimension+`":"orders-stream"`) || !strings.Contains(fn.Log(), `"CloudWatchMetrics"`) {
+		t.Errorf("no EMF document with %s orders-stream in the function's output:\n%s", orders.MetricDimension, fn.Log())
+	}
+}
+
 // A poison record in the middle of a shard is its checkpoint: the records
 // after it are not processed; the retry from it replays the failure; the
 // bisected half after it is processed.
@@ -199,8 +234,9 @@ func TestStreamTimeoutTakeover(t *testing.T) {
 	a := s.start("orders-stream")
 	b := s.start("orders-stream") // the sandbox Lambda retries on
 
+	holdFile, release := hold(t)
 	start := time.Now()
-	slow := map[string]any{"test_sleep_until_ms": map[string]any{"N": fmt.Sprint(start.Add(functionTimeout*time.Second + 600*time.Millisecond).UnixMilli())}}
+	slow := map[string]any{"test_hold_file": map[string]any{"S": holdFile}}
 	batch := []map[string]any{orderInsert(1, "ord_a", nil), orderInsert(2, "ord_slow", slow), orderInsert(3, "ord_c", nil)}
 	var held events.DynamoDBEventRecord
 	if err := json.Unmarshal(mustJSON(t, batch[1]), &held); err != nil {
@@ -222,9 +258,7 @@ func TestStreamTimeoutTakeover(t *testing.T) {
 		timedOut <- string(out)
 	}()
 	rec := s.waitInProgress(key)
-	if d := rec.LeaseUntil.Sub(start); d < functionTimeout*time.Second || d > functionTimeout*time.Second+leaseMargin+time.Second {
-		t.Errorf("lease ends %v after the invoke, want about the timeout (%ds) plus the margin (%v)", d, functionTimeout, leaseMargin)
-	}
+	checkLease(t, rec, start, functionTimeout*time.Second)
 
 	if got := s.checkpoints(b, batch...); !slices.Equal(got, seqs(2)) {
 		t.Fatalf("retry during the lease: checkpoints %v, want the held record's %v", got, seqs(2))
@@ -237,6 +271,7 @@ func TestStreamTimeoutTakeover(t *testing.T) {
 	}
 
 	// The one real wait of this test: the dead sandbox's lease must end.
+	release()
 	time.Sleep(time.Until(rec.LeaseUntil) + 50*time.Millisecond)
 	if got := s.checkpoints(b, batch[1:]...); len(got) != 0 {
 		t.Fatalf("retry from the checkpoint after the lease: %v, want none", got)

@@ -102,7 +102,7 @@ func TestServerEnv(t *testing.T) {
 		for k, v := range base {
 			out[k] = v
 		}
-		for i := 0; i < len(kv); i += 2 {
+		for i := 0; i+1 < len(kv); i += 2 {
 			out[kv[i]] = kv[i+1]
 		}
 		return out
