@@ -352,7 +352,7 @@ func TestRetryAfterReleaseStartsAfresh(t *testing.T) {
 		}
 		return f.clock.Sleep(ctx, d)
 	}
-	r, err := idem.New(f.store, idem.WithClock(f.clock.Now), idem.WithSleep(sleep), idem.WithRetry(2, base, max))
+	r, err := idem.New(f.store, idem.WithClock(f.clock.Now), idem.WithSleep(sleep), idem.WithRetry(2, base, maxDelay))
 	if err != nil {
 		t.Fatal(err)
 	}
