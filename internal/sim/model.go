@@ -139,8 +139,16 @@ func (s *simulation) afterReserve(c *call, rec core.Record, prev *core.Record, n
 	if ks.has && core.SameWrite(ks.cur, rec) && ks.cur.Status == core.StatusInProgress {
 		return // the identical retry of an applied reservation
 	}
+	r := s.cfg.StoreResolution
 	fresh := !ks.has || ks.cur.Expired(now)
-	allowed := fresh || prev != nil && core.Replaceable(ks.cur, prev, now)
+	replaced := prev != nil && ks.has && (core.Replaceable(ks.cur, prev, now) || core.Replaceable(ks.cur, prev, now.Add(-r)))
+	if fresh && replaced && !ks.cur.Expired(now.Add(-r)) {
+		// Within the store's resolution of the record's end, which the
+		// store may round up: it may have replaced prev, not an expired
+		// record.
+		fresh = false
+	}
+	allowed := fresh || replaced
 	switch {
 	case !allowed:
 		s.violate(Fencing, ks, "the store accepted reservation %s (prev %s) at %s over live record %s, which the contract forbids",
