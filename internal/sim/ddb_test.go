@@ -99,7 +99,7 @@ func TestSimDynamoAll(t *testing.T) {
 	}
 	store, client := newDynamoStore(t), newDynamoClient(t)
 	staging := sim.Staging()
-	cfg := memConfig(t, 13, 4000, sim.AllFaults(), sim.Steps(), staging, sim.Renewing(), sim.Waiting())
+	cfg := memConfig(t, 14, 4000, sim.AllFaults(), sim.Steps(), staging, sim.Renewing(), sim.Waiting())
 	if transactions(t, client) {
 		cfg.Stager = ddbStager{client: client, table: newTable(t, client, "idem-sim-staged-")}
 	} else {
