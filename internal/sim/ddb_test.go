@@ -90,13 +90,7 @@ func (d ddbStager) Landed(ctx context.Context, id string) (int, error) {
 // transactions, large results kept in a faulted blob store, records in the
 // previous encoding, an operator's releases, and every fault.
 func TestSimDynamoAll(t *testing.T) {
-	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
-		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
-	}
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("no DynamoDB endpoint: run `go run ./internal/cmd/testenv -server dynalite -- go test ./internal/sim/...` " +
-			"(or set AWS_ENDPOINT_URL_DYNAMODB to a DynamoDB API), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
-	}
+	dynamoEndpoint(t)
 	store, client := newDynamoStore(t), newDynamoClient(t)
 	staging := sim.Staging()
 	cfg := memConfig(t, 14, 4000, sim.AllFaults(), sim.Steps(), staging, sim.Renewing(), sim.Waiting())

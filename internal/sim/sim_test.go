@@ -225,13 +225,7 @@ func TestSimCatchesUnfencedStore(t *testing.T) {
 // TestSimDynalite runs every service over the DynamoDB store on the server
 // at AWS_ENDPOINT_URL_DYNAMODB (dynalite under internal/cmd/testenv).
 func TestSimDynalite(t *testing.T) {
-	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
-		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
-	}
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("no DynamoDB endpoint: run `go run ./internal/cmd/testenv -server dynalite -- go test ./internal/sim/...` " +
-			"(or set AWS_ENDPOINT_URL_DYNAMODB to a DynamoDB API), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
-	}
+	dynamoEndpoint(t)
 	store := newDynamoStore(t)
 	cfg := memConfig(t, 10, 2000, sim.DefaultFaults(), sim.Mixed()...)
 	if !raceEnabled && *nFlag == 0 {
@@ -270,6 +264,19 @@ func TestSimRedis(t *testing.T) {
 	cfg.StoreResolution = time.Millisecond
 	cfg.OmitAbove = redisstore.DefaultMaxRecordSize / 2 // large results may not fit
 	runWith(t, cfg, "go run ./internal/cmd/testenv -server none -redis -- ")
+}
+
+// dynamoEndpoint fails t when no DynamoDB endpoint is configured, unless
+// IDEM_SKIP_INTEGRATION=1 says to skip it.
+func dynamoEndpoint(t *testing.T) {
+	t.Helper()
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
+	}
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		t.Fatal("no DynamoDB endpoint: run `go run ./internal/cmd/testenv -server dynalite -- go test ./internal/sim/...` " +
+			"(or set AWS_ENDPOINT_URL_DYNAMODB to a DynamoDB API), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
+	}
 }
 
 func newDynamoStore(t *testing.T) *ddbstore.Store {
