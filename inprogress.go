@@ -120,29 +120,29 @@ func newProgressMemory(size int, recheck time.Duration) *progressMemory {
 
 // answer answers a call of key with fingerprint fp at now from memory: ok
 // reports that it did, with *core.InProgressError. A remembered record
-// whose lease ended is forgotten, unless this runner holds it. When a recheck is due, the caller is
-// sent to the store (ok false) and the other calls keep being answered
-// until the next recheck.
-func (m *progressMemory) answer(key, fp string, now time.Time, p core.Policy) (Outcome, error, bool) {
+// whose lease ended is forgotten, unless this runner holds it. When a
+// recheck is due, the caller is sent to the store (ok false) and the other
+// calls keep being answered until the next recheck.
+func (m *progressMemory) answer(key, fp string, now time.Time, p core.Policy) (out Outcome, ok bool, err error) {
 	if m == nil {
-		return Outcome{}, nil, false
+		return Outcome{}, false, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.lru.Get(key)
 	if !ok {
-		return Outcome{}, nil, false
+		return Outcome{}, false, nil
 	}
 	d := core.Decide(key, &e.rec, fp, now, p)
 	switch {
 	case d.Action == core.InProgress && (e.own || now.Before(e.until)):
-		return Outcome{Attempts: e.rec.Attempts, Cached: true}, d.Err, true
+		return Outcome{Attempts: e.rec.Attempts, Cached: true}, true, d.Err
 	case d.Action == core.InProgress:
 		e.until = now.Add(m.recheck) // this call rechecks; the others wait for it
 	case !e.own && (e.rec.LeaseExpired(now) || e.rec.Expired(now)):
 		m.lru.Remove(key) // an own lease may have been renewed: the call's end forgets it
 	}
-	return Outcome{}, nil, false
+	return Outcome{}, false, nil
 }
 
 // observe records what the store said of key at now: rec, the live record

@@ -98,7 +98,7 @@ func (c *call) join(now time.Time, fn Handler) (Outcome, error) {
 	}
 	if !c.waitUntil.After(now) {
 		c.waitUntil = time.Time{}
-		if out, err, ok := c.r.progress.answer(c.key, c.fp, now, core.Policy{MaxAttempts: c.r.cfg.maxAttempts}); ok {
+		if out, ok, err := c.r.progress.answer(c.key, c.fp, now, core.Policy{MaxAttempts: c.r.cfg.maxAttempts}); ok {
 			return out, err
 		}
 		return c.reserve(now, fn)

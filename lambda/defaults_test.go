@@ -521,3 +521,48 @@ func TestPanicsThroughTheRuntimeAreReported(t *testing.T) {
 		}
 	}
 }
+
+// Every record a wrapper logs names a verdict of idem.Verdicts(), the list
+// the docs are held to, whether the wrapper decided it (a panic, no time, a
+// missing key, a FIFO message after its group's failure) or the runner did;
+// none logs a name outside it.
+func TestLoggedVerdictsAreTheVocabulary(t *testing.T) {
+	var out bytes.Buffer
+	e := newEnv(t, idem.WithLogger(newJSONLogger(&out)))
+	h := &testHandler{clock: e.clock}
+	handler, err := idemlambda.SQS(e.runner, "notify", idemlambda.KeyFromBodyField("event_id"), h.handle, idemlambda.WithClock(e.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []struct {
+		left time.Duration
+		msgs []events.SQSMessage
+	}{
+		{time.Minute, []events.SQSMessage{sqsMsg("m-p", body("p", "panic")), sqsMsg("m-k", `{"id":"k"}`), sqsMsg("m-ok", body("ok", "ok"))}},
+		{time.Minute, []events.SQSMessage{sqsMsg("m-ok2", body("ok", "ok")), sqsMsg("m-x", body("x", "permanent"))}},
+		{time.Second, []events.SQSMessage{sqsMsg("m-t", body("t", "ok"))}},
+		{time.Minute, []events.SQSMessage{fifoMsg("f1", "g", body("f1", "transient")), fifoMsg("f2", "g", body("f2", "ok"))}},
+	} {
+		_, _ = handler(e.ctx(t, batch.left), events.SQSEvent{Records: batch.msgs})
+	}
+	known := map[string]bool{}
+	for _, v := range idem.Verdicts() {
+		known[v.String()] = true
+	}
+	seen := map[string]bool{}
+	for _, rec := range jsonLines(t, out.String()) {
+		v, ok := rec["verdict"].(string)
+		if !ok {
+			continue
+		}
+		if !known[v] {
+			t.Errorf("logged verdict %q is not one of idem.Verdicts(): %v", v, rec)
+		}
+		seen[v] = true
+	}
+	for _, want := range []string{"panicked", "missing_key", "not_started", "blocked", "failed_transiently", "failed_permanently", "executed", "replayed"} {
+		if !seen[want] {
+			t.Errorf("no record logged the verdict %s; logged %v:\n%s", want, seen, out.String())
+		}
+	}
+}
