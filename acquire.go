@@ -28,7 +28,8 @@ import (
 // core.Decide answers the call (a replay, in progress, key reused, retries
 // exhausted), unless that record is rec itself (core.Acquired: a retried
 // write whose answer was lost), which is returned with a nil prev and a nil
-// error. Errors are as for Store. Implementations are safe for concurrent
+// error. The blocking record's steps may be left out (nil), as Reserve's
+// may. Errors are as for Store. Implementations are safe for concurrent
 // use; of concurrent Acquires of one key, at most one writes.
 type Acquirer interface {
 	// Acquire reserves rec.Key in one write if core.Acquirable allows it.

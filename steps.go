@@ -11,7 +11,7 @@ import (
 )
 
 // StepRecorder is an optional capability of a Store: recording the
-// completed steps (recovery points) of an execution in its in-progress
+// completed steps (recovery points) of an execution with its in-progress
 // record, fenced by the lease token, so that an execution that takes the
 // key over after a crash, or retries a retryable failure, resumes after
 // the last completed step (see Step). Implementations are safe for
@@ -127,7 +127,8 @@ func executionOf(ctx context.Context) *execution {
 // invalid name is core.ErrInvalidStepName, a name used twice in one
 // execution ErrStepRepeated (a name whose fn failed may be used again).
 // Steps may run concurrently in the handler's goroutines; each must return
-// before the handler does. Each step costs one store write.
+// before the handler does. Each step costs one store call (on DynamoDB, two
+// writes: see ddbstore's RecordStep).
 func Step(ctx context.Context, name string, fn func(ctx context.Context) ([]byte, error)) ([]byte, error) {
 	x := executionOf(ctx)
 	if x == nil {

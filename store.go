@@ -40,7 +40,9 @@ type Store interface {
 	// Otherwise it writes nothing and returns a *ConflictError holding the
 	// live record that blocked it, unless that record is rec itself (a
 	// retried write: nil). prev is the record a core.Decide was made on; it
-	// is nil for a first attempt.
+	// is nil for a first attempt. A store that keeps steps apart from the
+	// record may leave the blocking record's steps out (nil) where rec could
+	// not resume it (core.Resumable): no decision needs them.
 	Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error
 
 	// Complete atomically replaces the in-progress record of rec.Key with
@@ -107,7 +109,8 @@ type Releaser interface {
 // ConflictError is returned by Store.Reserve when a live record blocks the
 // reservation. Found with errors.As.
 type ConflictError struct {
-	// Existing is the record that blocked the reservation.
+	// Existing is the record that blocked the reservation. Its Steps may be
+	// nil where the caller could not resume it (see Store.Reserve).
 	Existing core.Record
 }
 

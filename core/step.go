@@ -120,13 +120,31 @@ func AddStep(stored *Record, token string, step Step, now time.Time) (Record, St
 // a live in-progress or retryable failed record of the same fingerprint,
 // which the reservation takes over or retries. A copy: records are values.
 func carriedSteps(prev *Record, fingerprint string, now time.Time) []Step {
-	if prev == nil || len(prev.Steps) == 0 || prev.Expired(now) || prev.Fingerprint != fingerprint {
-		return nil
-	}
-	if prev.Status != StatusInProgress && !(prev.Status == StatusFailed && prev.Retryable) {
+	if prev == nil || len(prev.Steps) == 0 || !continues(prev, fingerprint, now) {
 		return nil
 	}
 	return append([]Step(nil), prev.Steps...)
+}
+
+// continues reports whether an execution with fingerprint continues prev's
+// at now: prev is live, has that fingerprint, and is in progress or a
+// retryable failure.
+func continues(prev *Record, fingerprint string, now time.Time) bool {
+	return !prev.Expired(now) && prev.Fingerprint == fingerprint &&
+		(prev.Status == StatusInProgress || prev.Status == StatusFailed && prev.Retryable)
+}
+
+// Resumable reports whether a reservation with fingerprint may resume
+// stored at now, carrying its steps (Reserve, Acquire): stored is live, has
+// that fingerprint, and is either in progress with a lease that ended by
+// now or a retryable failure. Attempts are not counted. A store that keeps
+// steps apart from the record (ddbstore) reads them for a blocking record
+// only where this holds: for any other, no reservation carries them.
+func Resumable(stored *Record, fingerprint string, now time.Time) bool {
+	if stored == nil || !continues(stored, fingerprint, now) {
+		return false
+	}
+	return stored.Status != StatusInProgress || stored.LeaseExpired(now)
 }
 
 // DownstreamKey returns a stable key for an external API call named name

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
+	"math"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,31 +42,40 @@ var _ idem.Acquirer = (*Store)(nil)
 //	OR (expires_at <= now_s AND status <> in_progress AND attribute_not_exists(attempts_carried)
 //	    AND attribute_not_exists(steps))
 //	OR (status = in_progress AND lease_until_ms <= now_ms AND expires_at > now_s
-//	    AND fingerprint = fp AND attempts_carried < max_attempts)
+//	    AND fingerprint = fp AND attempts_carried < max_attempts AND <until>)
 //	OR (status = failed AND retryable = true AND expires_at > now_s
-//	    AND fingerprint = fp AND attempts_carried < max_attempts)
+//	    AND fingerprint = fp AND attempts_carried < max_attempts AND <until>)
 //
+// where <until> is (attribute_not_exists(steps_until) OR steps_until >=
+// the new expires_at): a record continued keeps its steps, and its step
+// items must not end before it.
 // The second line replaces an expired record in place and restarts the
 // count at 1: only records a new execution restarts from (succeeded,
 // permanent failures) lack attempts_carried, and the update leaves the
 // steps' attributes as they are, so the record must have none (a fresh
 // execution carries no step: core.Acquire). The last two continue the
-// count, and the steps, of a live record. The condition leaves a few
-// records that core.Acquirable allows to a second write: an in-progress
-// record or a retryable failure past retention (it carries its count), a
-// record without a TTL attribute, a record written before attempts_carried
-// existed, and an expired one with steps (a retryable failure of that
-// encoding). Refused with such a record, Acquire reserves with Reserve's
-// PutItem conditioned on it, which writes the whole item: one write more,
-// in cases that need a crash or a failure older than the retention, or a
-// table written by an older version. It does the same with
-// a client that is not an UpdateAPI and, from then on, after an UpdateItem
-// refused with AccessDeniedException (an IAM policy written for an older
-// version, which granted PutItem and GetItem only: grant UpdateItem too).
-// If the record changed before that PutItem into one core.Acquirable
-// allows too (a retryable failure written in between), it puts over that
-// one, once more: a *idem.ConflictError holds only a record that blocks
-// the acquisition.
+// count, and the steps, of a live record; the steps it carries (of a
+// record core.Resumable at now) are read from their step items with one
+// BatchGetItem per 100. The condition leaves a few records that
+// core.Acquirable allows to a second write: an in-progress record or a
+// retryable failure past retention (it carries its count), a record without
+// a TTL attribute, a record written before attempts_carried existed, an
+// expired one with steps (a retryable failure of that encoding), and one
+// whose step items end before the new record would (a retry chain longer
+// than the retention). Refused with such a record, Acquire reserves with a
+// PutItem conditioned on that record alone (Reserve's prev branch; a live
+// record) or on there being none (an expired one), which writes the whole
+// item, steps included: one write more, in cases that need a crash or a
+// failure older than the retention, or a table written by an older
+// version. It does the same with a client that is not an UpdateAPI and,
+// from then on, after an UpdateItem refused with AccessDeniedException (an
+// IAM policy written for an older version, which granted PutItem and
+// GetItem only: grant UpdateItem too). If the record changed before that
+// PutItem into one core.Acquirable allows too (a retryable failure written
+// in between), it puts over that one, and if it went (released), it
+// reserves afresh, once more: a *idem.ConflictError holds only a record
+// that blocks the acquisition, and the attempt is counted over the record
+// replaced.
 //
 // A refusal by rec itself (core.Acquired: an SDK retry of a write whose
 // answer was lost) returns the stored record; after a failure that may have
@@ -86,7 +93,8 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	}
 	out, err := api.UpdateItem(ctx, s.acquireInput(rec, now, p), s.calls.fns...)
 	if err == nil {
-		return s.acquired(rec, out.Attributes, now)
+		s.steps.span.learn(rec.ExpiresAt, now)
+		return s.acquired(ctx, rec, out.Attributes, now)
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
@@ -102,7 +110,7 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 		}
 		return core.Record{}, nil, t.err
 	}
-	existing, found, err := s.blockingFor(ctx, "acquire", ccf, rec.Key, replayOf(rec, now))
+	existing, found, err := s.blockingFor(ctx, "acquire", ccf, rec.Key, acquireLoads(rec, now, p))
 	if err != nil {
 		return core.Record{}, nil, err
 	}
@@ -135,15 +143,33 @@ func (s *Store) checkReservation(op string, rec *core.Record) error {
 	}
 	*rec = normalize(*rec)
 	rec.Result, rec.ResultOmitted = nil, false
-	if size := ItemSize(s.encode(*rec, nil, "")); size > s.maxItem {
+	bare := *rec
+	bare.Steps = nil
+	if size := ItemSize(s.encode(bare, nil, "")); size > s.maxItem {
 		return s.fail(op, ErrItemTooLarge, "record is %d bytes, at most %d", size, s.maxItem)
 	}
 	return nil
 }
 
+// acquireLoads selects the blocking records of an acquisition of rec at now
+// under p whose result or steps kept outside the item are read: those a
+// duplicate replays (replayOf), the caller's own reservation (an earlier
+// try's), and those the condition left to a second write that carries
+// their steps (core.Acquirable and core.Resumable). A record that blocks
+// the acquisition is answered without its steps.
+func acquireLoads(rec core.Record, now time.Time, p core.Policy) loadFunc {
+	replay := replayOf(rec, now)
+	return func(stored core.Record) bool {
+		return replay(stored) && stored.Status == core.StatusSucceeded || core.Acquired(stored, rec) ||
+			core.Resumable(&stored, rec.Fingerprint, now) && core.Acquirable(&stored, rec.Fingerprint, now, p)
+	}
+}
+
 // acquired returns the record an UpdateItem wrote over old (the item
-// before it, empty if there was none) and the live record it replaced.
-func (s *Store) acquired(rec core.Record, old map[string]types.AttributeValue, now time.Time) (core.Record, *core.Record, error) {
+// before it, empty if there was none) and the live record it replaced. The
+// steps the record carries over from old (core.Resumable) are read where
+// old keeps them in step items.
+func (s *Store) acquired(ctx context.Context, rec core.Record, old map[string]types.AttributeValue, now time.Time) (core.Record, *core.Record, error) {
 	if len(old) == 0 {
 		return core.Acquire(rec, nil, now), nil, nil
 	}
@@ -151,6 +177,11 @@ func (s *Store) acquired(rec core.Record, old map[string]types.AttributeValue, n
 	if err != nil {
 		// The write was made; only the record it replaced is unreadable.
 		return core.Record{}, nil, core.MarkPermanent(&Error{Op: "acquire", Table: s.table, Err: err})
+	}
+	if s.hasStepRefs(old) && core.Resumable(&prev, rec.Fingerprint, now) {
+		if err := s.resolveSteps(ctx, "acquire", old, &prev, nil); err != nil {
+			return core.Record{}, nil, err
+		}
 	}
 	rec = core.Acquire(rec, &prev, now)
 	if prev.Expired(now) {
@@ -181,33 +212,86 @@ func (s *Store) acquireByPut(ctx context.Context, rec core.Record, now time.Time
 	return s.putOver(ctx, rec, &ce.Existing, now, p)
 }
 
-// putOver writes rec over stored (nil: no record) with Reserve's PutItem
-// conditioned on stored, at the attempt core.Acquire gives. If the record
-// changed before the put and the one that refused it may be replaced too
-// (core.Acquirable: a retryable failure written in between), it puts over
-// that one, once: a conflict answers only a record that blocks the
-// acquisition.
+// putOver writes rec over stored (nil: no record) at the attempt
+// core.Acquire gives: over a live stored record, with a write conditioned on
+// that record alone (replaceOnly); over none or an expired one, with
+// Reserve's PutItem without prev. If the record changed before the write
+// into one that may be replaced too (core.Acquirable: a retryable failure
+// written in between), or went (released, or past retention by now), it
+// writes over what there is then, once: a conflict answers only a record
+// that blocks the acquisition, and the attempt and the record replaced are
+// those of the record the write replaced.
 func (s *Store) putOver(ctx context.Context, rec core.Record, stored *core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
 	for try := 0; ; try++ {
 		acq := core.Acquire(rec, stored, now)
 		var prev *core.Record
+		var err error
 		if stored != nil && !stored.Expired(now) {
 			prev = stored
+			err = s.replaceOnly(ctx, acq, prev, now)
+		} else {
+			err = s.Reserve(ctx, acq, nil, now)
 		}
-		err := s.Reserve(ctx, acq, prev, now)
 		var ce *idem.ConflictError
-		if !errors.As(err, &ce) || !core.Acquirable(&ce.Existing, rec.Fingerprint, now, p) {
-			if err != nil {
-				return core.Record{}, nil, err
-			}
+		switch {
+		case errors.Is(err, errPrevGone):
+			stored = nil
+		case errors.As(err, &ce) && core.Acquirable(&ce.Existing, rec.Fingerprint, now, p):
+			stored = &ce.Existing
+		case err != nil:
+			return core.Record{}, nil, err
+		default:
 			return acq, prev, nil
 		}
 		if try >= 1 {
 			return core.Record{}, nil, core.MarkTransient(&Error{Op: "acquire", Table: s.table,
 				Err: fmt.Errorf("%w: the blocking record changed twice during the acquisition", ErrUnavailable)})
 		}
-		stored = &ce.Existing
 	}
+}
+
+// errPrevGone: the record a reservation was to replace is no longer
+// stored (released, or past retention).
+var errPrevGone = errors.New("ddbstore: the record to replace is gone")
+
+// replaceOnly writes rec, a reservation, over prev, a live record, and
+// over nothing else: Reserve's write conditioned on prevBranch alone (and
+// reserveKeepingSteps's where rec carries prev's steps). Refused, it
+// returns nil where the stored record is rec (a retried write), a
+// *idem.ConflictError holding the live record that refused it, or
+// errPrevGone where there is none.
+func (s *Store) replaceOnly(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
+	const op = "acquire"
+	if done, err := s.prepareReservation(ctx, op, &rec, prev, now); done {
+		return err
+	}
+	cond, names, values := s.prevOnly(prev, now)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: s.encode(rec, nil, ""), ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, s.calls.fns...)
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		t := s.translate(ctx, op, err)
+		if t.maybeApplied && s.ownReservation(ctx, rec) {
+			return nil
+		}
+		return t.err
+	}
+	if err == nil {
+		return nil
+	}
+	existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, replayOf(rec, now))
+	switch {
+	case err != nil:
+		return err
+	case found && core.SameWrite(existing, rec):
+		return nil
+	case found && !existing.Expired(now):
+		return &idem.ConflictError{Existing: existing}
+	}
+	return errPrevGone
 }
 
 // ownAcquisition reads the key after an acquisition whose outcome is
@@ -217,7 +301,7 @@ func (s *Store) ownAcquisition(ctx context.Context, rec core.Record) (core.Recor
 	if ctx.Err() != nil {
 		return core.Record{}, false
 	}
-	stored, found, err := s.read(ctx, "acquire", rec.Key)
+	stored, found, err := s.readFor(ctx, "acquire", rec.Key, func(stored core.Record) bool { return core.Acquired(stored, rec) })
 	return stored, err == nil && found && core.Acquired(stored, rec)
 }
 
@@ -225,10 +309,18 @@ func (s *Store) ownAcquisition(ctx context.Context, rec core.Record) (core.Recor
 // Acquire), over the placeholders of recordPlaceholders: a flat
 // disjunction of conjunctions, which servers that parse expressions
 // naively (dynalite) evaluate far faster than nested ones.
+// The branches that continue a live record also keep its end of retention
+// at or before that of its step items (untilClause).
 const acquireCondition = "attribute_not_exists(#k)" +
 	" OR (#exp <= :now_s AND #st <> :in_progress AND attribute_not_exists(#carried) AND attribute_not_exists(#steps))" +
-	" OR (#st = :in_progress AND #lease <= :now_ms AND #exp > :now_s AND #fp = :want_fp AND #carried < :max)" +
-	" OR (#st = :failed AND #retry = :true AND #exp > :now_s AND #fp = :want_fp AND #carried < :max)"
+	" OR (#st = :in_progress AND #lease <= :now_ms AND #exp > :now_s AND #fp = :want_fp AND #carried < :max" + acquireUntil +
+	" OR (#st = :failed AND #retry = :true AND #exp > :now_s AND #fp = :want_fp AND #carried < :max" + acquireUntil
+
+// acquireUntil ends a continuing branch of acquireCondition: untilClause,
+// with :new_exp the new record's end of retention (the largest number for
+// one that never ends, so that only a record without step items that end
+// is continued).
+const acquireUntil = " AND (attribute_not_exists(#until) OR #until >= :new_exp))"
 
 // acquireCount is the attempt an acquisition writes: one more than the
 // count carried, or 1 where the item carries none.
@@ -264,21 +356,12 @@ func (s *Store) acquireInput(rec core.Record, now time.Time, p core.Policy) *dyn
 		":zero":        num(0), ":one": num(1),
 	}
 	set := []string{"#att = " + acquireCount, "#carried = " + acquireCount}
-	var remove []string
-	for _, ph := range slices.Sorted(maps.Keys(names)) {
-		switch v := item[names[ph]]; {
-		case ph == "#k" || ph == "#att" || ph == "#carried":
-		case v != nil:
-			set = append(set, ph+" = :set_"+ph[1:])
-			values[":set_"+ph[1:]] = v
-		default:
-			remove = append(remove, ph)
-		}
-	}
-	names["#steps"] = s.names.Steps // in the condition only: the update leaves the steps as they are
-	update := "SET " + strings.Join(set, ", ")
-	if len(remove) > 0 {
-		update += " REMOVE " + strings.Join(remove, ", ")
+	update := replaceUpdate(item, names, values, set, "#k", "#att", "#carried")
+	// In the condition only: the update leaves the steps as they are.
+	names["#steps"], names["#until"] = s.names.Steps, s.names.StepsUntil
+	values[":new_exp"] = num(math.MaxInt64)
+	if !rec.ExpiresAt.IsZero() {
+		values[":new_exp"] = num(ceilSeconds(rec.ExpiresAt))
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),

@@ -125,7 +125,9 @@ type ListInput struct {
 type ListPage struct {
 	// Records are the page's records in the table's order (not sorted),
 	// results decoded. Records past retention that DynamoDB has not
-	// deleted yet are included: core.Record.Expired tells them apart.
+	// deleted yet are included: core.Record.Expired tells them apart. A
+	// record whose steps are kept in step items has Steps nil (Store.Get
+	// reads them).
 	Records []core.Record
 	// Next continues the scan (ListInput.Next); empty once the table has
 	// been read to its end. A page may be empty and still have a Next.
@@ -135,6 +137,10 @@ type ListPage struct {
 	// Corrupt is the number of the store's items that did not decode as
 	// records (ErrCorruptRecord); they are left out of Records.
 	Corrupt int
+	// StepItems is the number of step items returned (the steps of records
+	// kept in items of their own; see AttrSteps); they are left out of
+	// Records and not counted as Corrupt.
+	StepItems int
 	// Foreign is the number of items returned that are not the store's by
 	// their key (another sort key value than WithSortKeyFunc gives the key:
 	// another store or entity sharing the table); they are left out of
@@ -189,9 +195,13 @@ func (s *Store) List(ctx context.Context, in ListInput) (ListPage, error) {
 }
 
 // collect decodes the store's own items into page's records, counting the
-// others and those that do not decode.
+// others, the step items and those that do not decode.
 func (s *Store) collect(page *ListPage, items []map[string]types.AttributeValue) {
 	for _, item := range items {
+		if s.isStepItem(item) {
+			page.StepItems++
+			continue
+		}
 		if !s.owns(item) {
 			page.Foreign++
 			continue

@@ -10,7 +10,8 @@
 //
 // # Table
 //
-// One item per key. By default, in a table of its own with a string
+// One item per key, and one per step of an execution (below). By default,
+// in a table of its own with a string
 // partition key and no sort key (CreateTable makes one; so do the SAM
 // template and the LocalStack init script). Attributes, under their default
 // names:
@@ -32,9 +33,20 @@
 //	result_ref      S     WithLargeResults: the blob store object that holds the result
 //	result_sha256   S     WithLargeResults: the object's hex SHA-256
 //	result_size     N     WithLargeResults: the object's size in bytes
-//	steps           L     in_progress and retryable failures: the completed steps (idem.Step) in order, maps of n (S) and r (B)
+//	steps           L     in_progress and retryable failures: the completed steps (idem.Step) in order: 8-byte references (B) of step items, or maps of n (S) and r (B)
 //	step_names      SS    the steps' names (the condition that records a name once)
 //	steps_size      N     the steps' budgeted size (the condition that keeps the item within its limit)
+//	steps_until     N     with step references: the earliest end of retention of the step items, epoch seconds
+//
+// Each step (RecordStep) is an item of its own, its key the record's with
+// "#step#" and the step's reference (16 hex digits) after it: in the
+// partition key, or in the sort key where the table has one. It holds the
+// step as the one element of its steps list, and the TTL attribute, which
+// is never before the record's (steps_until). The record's steps list
+// references it. A record written whole (a retryable failure whose steps
+// the store could not confirm, a record of the previous version, a client
+// without UpdateItem) keeps its steps in the list itself, as maps; both
+// kinds of element are read.
 //
 // A team with a single-table design keeps the records in its own table
 // instead: WithSortKey (a fixed value such as "idempotency#") or
@@ -68,11 +80,14 @@
 // the condition
 //
 //	attribute_not_exists(pk)
-//	OR (expires_at <= :now_s AND status <> in_progress AND attribute_not_exists(attempts_carried))
+//	OR (expires_at <= :now_s AND status <> in_progress AND attribute_not_exists(attempts_carried)
+//	    AND attribute_not_exists(steps))
 //	OR (status = in_progress AND lease_until_ms <= :now_ms AND expires_at > :now_s
-//	    AND fingerprint = :fp AND attempts_carried < :max_attempts)
+//	    AND fingerprint = :fp AND attempts_carried < :max_attempts
+//	    AND (attribute_not_exists(steps_until) OR steps_until >= :new_expires_at))
 //	OR (status = failed AND retryable = true AND expires_at > :now_s
-//	    AND fingerprint = :fp AND attempts_carried < :max_attempts)
+//	    AND fingerprint = :fp AND attempts_carried < :max_attempts
+//	    AND (attribute_not_exists(steps_until) OR steps_until >= :new_expires_at))
 //
 // (core.Acquirable) that sets attempts to attempts_carried + 1, or to 1
 // where the item has no attempts_carried, with ReturnValues ALL_OLD (the
@@ -102,11 +117,17 @@
 //	retry of a retryable failure        1 UpdateItem + 1 PutItem
 //
 // and one GetItem more on each refused reservation where the server does not
-// return ALL_OLD. Each step of a handler (idem.Step) is one UpdateItem more
-// (RecordStep), conditioned on the lease, billed by the item's size. A
-// crash or a retryable failure older than the retention, and a record
-// written before attempts_carried existed, cost one PutItem more (see
-// Store.Acquire).
+// return ALL_OLD. Each step of a handler (idem.Step) is one PutItem (its
+// item) and one UpdateItem (its reference, conditioned on the lease) more,
+// each billed by its own item's size: a step costs the same however many
+// came before it. A takeover or a retry that carries steps reads their
+// items with one BatchGetItem per 100 (consistent reads); so does Get; a
+// record that blocks a call is read without its step items, unless the
+// caller may resume it (core.Resumable). A retryable failure with steps,
+// and a reservation that carries them, are one UpdateItem that leaves the
+// steps as they are instead of a PutItem. A crash or a retryable failure
+// older than the retention, and a record written before attempts_carried
+// existed, cost one PutItem more (see Store.Acquire).
 //
 // # Large results
 //

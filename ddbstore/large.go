@@ -67,16 +67,19 @@ func WithLargeResults(b blob.Store) Option {
 	}
 }
 
-// loadFunc reports whether the large result of a decoded record is read
-// from the blob store (nil: never).
+// loadFunc reports whether what a decoded record keeps outside its item is
+// read: a large result from the blob store, steps from their step items
+// (nil: never). It is given the record without them.
 type loadFunc func(core.Record) bool
 
 // replayOf selects the records that a reservation of rec replays (core.Decide:
-// a live succeeded record with rec's fingerprint); the others (a key reused
-// with another payload) need no body.
+// a live succeeded record with rec's fingerprint) or may resume, carrying
+// their steps (core.Resumable); the others (a key reused with another
+// payload, a live lease, a record that ended) need neither.
 func replayOf(rec core.Record, now time.Time) loadFunc {
 	return func(stored core.Record) bool {
-		return stored.Status == core.StatusSucceeded && stored.Fingerprint == rec.Fingerprint && !stored.Expired(now)
+		return stored.Status == core.StatusSucceeded && stored.Fingerprint == rec.Fingerprint && !stored.Expired(now) ||
+			core.Resumable(&stored, rec.Fingerprint, now)
 	}
 }
 
@@ -92,11 +95,13 @@ type largeRef struct {
 	size                int64
 }
 
-// decodeFor decodes item. If it holds a large result reference and load
-// selects the record (and the store has a blob store), the object is read
-// and checked, and becomes the record's result; otherwise the record is
-// flagged ResultOmitted, its body not being at hand. Errors are the store's:
-// ErrCorruptRecord, or ErrLargeResult.
+// decodeFor decodes item. If load selects the record, the steps it keeps in
+// step items are read (resolveSteps); otherwise they are left out (Steps
+// nil). If it holds a large result reference and load selects the record
+// (and the store has a blob store), the object is read and checked, and
+// becomes the record's result; otherwise the record is flagged
+// ResultOmitted, its body not being at hand. Errors are the store's:
+// ErrCorruptRecord, ErrLargeResult, or those of reading step items.
 func (s *Store) decodeFor(ctx context.Context, op string, item map[string]types.AttributeValue, load loadFunc) (core.Record, error) {
 	rec, err := s.decode(item)
 	var ref largeRef
@@ -107,10 +112,16 @@ func (s *Store) decodeFor(ctx context.Context, op string, item map[string]types.
 	if err != nil {
 		return core.Record{}, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
 	}
+	wanted := load != nil && load(rec)
+	if wanted && s.hasStepRefs(item) {
+		if err := s.resolveSteps(ctx, op, item, &rec, nil); err != nil {
+			return core.Record{}, err
+		}
+	}
 	if !has {
 		return rec, nil
 	}
-	if s.large == nil || load == nil || !load(rec) {
+	if s.large == nil || !wanted {
 		rec.ResultOmitted = true
 		return rec, nil
 	}

@@ -78,6 +78,9 @@ type AttributeNames struct {
 	StepNames string
 	// StepsSize names the steps' budgeted size (default AttrStepsSize).
 	StepsSize string
+	// StepsUntil names the earliest end of retention of the record's step
+	// items (default AttrStepsUntil).
+	StepsUntil string
 }
 
 // field is one of AttributeNames' fields with its default.
@@ -94,7 +97,7 @@ func (n *AttributeNames) fields() []field {
 		{AttrResultOmitted, &n.ResultOmitted}, {AttrUpdatedAt, &n.UpdatedAt},
 		{AttrResultRef, &n.ResultRef}, {AttrResultSHA256, &n.ResultSHA256}, {AttrResultSize, &n.ResultSize},
 		{AttrSteps, &n.Steps}, {AttrStepNames, &n.StepNames}, {AttrStepsSize, &n.StepsSize},
-		{AttrAttemptsCarried, &n.AttemptsCarried},
+		{AttrAttemptsCarried, &n.AttemptsCarried}, {AttrStepsUntil, &n.StepsUntil},
 	}
 }
 

@@ -44,6 +44,7 @@ var renamed = ddbstore.AttributeNames{
 	Steps:          "recovery_points",
 	StepNames:      "recovery_point_names",
 	StepsSize:      "recovery_points_size",
+	StepsUntil:     "recovery_points_until",
 	// A reserved word too.
 	AttemptsCarried: "counter",
 }
@@ -65,13 +66,13 @@ var defaultNames = []string{ddbstore.DefaultKeyAttribute, ddbstore.DefaultTTLAtt
 	ddbstore.AttrLeaseToken, ddbstore.AttrLeaseUntil, ddbstore.AttrAttempts, ddbstore.AttrRetryable, ddbstore.AttrError,
 	ddbstore.AttrResult, ddbstore.AttrResultEncoding, ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt,
 	ddbstore.AttrResultRef, ddbstore.AttrResultSHA256, ddbstore.AttrResultSize,
-	ddbstore.AttrSteps, ddbstore.AttrStepNames, ddbstore.AttrStepsSize, ddbstore.AttrAttemptsCarried}
+	ddbstore.AttrSteps, ddbstore.AttrStepNames, ddbstore.AttrStepsSize, ddbstore.AttrAttemptsCarried, ddbstore.AttrStepsUntil}
 
 // singleTableNames are the attribute names of singleTable.
 var singleTableNames = []string{"PK", "SK", "ttl", renamed.Status, renamed.Fingerprint, renamed.LeaseToken, renamed.LeaseUntil,
 	renamed.Attempts, renamed.Retryable, renamed.Error, renamed.Result, renamed.ResultEncoding, renamed.ResultOmitted, renamed.UpdatedAt,
 	renamed.ResultRef, renamed.ResultSHA256, renamed.ResultSize,
-	renamed.Steps, renamed.StepNames, renamed.StepsSize, renamed.AttemptsCarried}
+	renamed.Steps, renamed.StepNames, renamed.StepsSize, renamed.AttemptsCarried, renamed.StepsUntil}
 
 func TestLayoutOptions(t *testing.T) {
 	t.Parallel()

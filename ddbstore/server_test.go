@@ -98,29 +98,19 @@ func (s *serialized) Downgrade(ctx context.Context, key string) error {
 }
 
 // previous is f's store, able to rewrite a record in the store's previous
-// encoding (storetest.PreviousEncoding): without attempts_carried, which
-// in-progress records and retryable failures did not have before the
-// one-write Acquire.
+// encoding (storetest.PreviousEncoding, with Store.Downgrade): without
+// attempts_carried, which in-progress records and retryable failures did
+// not have before the one-write Acquire, and with its steps kept in the
+// record, as they were before step items.
 type previous struct {
 	*ddbstore.Store
-	client *dynamodb.Client
-}
-
-func (p *previous) Downgrade(ctx context.Context, key string) error {
-	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(p.Table()), Key: p.ItemKey(key),
-		UpdateExpression:         aws.String("REMOVE #carried"),
-		ConditionExpression:      aws.String("attribute_exists(#carried)"),
-		ExpressionAttributeNames: map[string]string{"#carried": p.AttemptsCarriedAttr()},
-	})
-	return err
 }
 
 // conformanceStore returns the store to give storetest.Run: f's store
 // (able to write the previous encoding), or on a server that is not atomic
 // under concurrency, that store serialized.
 func conformanceStore(t *testing.T, f *fixture) idem.Store {
-	p := &previous{Store: f.store, client: f.client}
+	p := &previous{Store: f.store}
 	if atomicServer() {
 		return p
 	}
@@ -183,7 +173,7 @@ func (k faultKind) String() string {
 
 // kitOps are the kinds of request, for storetest.Faults, of the DynamoDB
 // operations the store makes.
-var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "PutItem": storetest.Write, "UpdateItem": storetest.Write}
+var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "BatchGetItem": storetest.Read, "PutItem": storetest.Write, "UpdateItem": storetest.Write}
 
 // kitFaults are the faults of storetest in DynamoDB's shapes: a failed dial;
 // a request applied whose answer times out; throttling as DynamoDB answers
@@ -245,20 +235,41 @@ func (r *recorder) reset() {
 	r.counts = map[string]int{}
 }
 
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+// operation is req's DynamoDB operation: X-Amz-Target without its prefix.
+func operation(req *http.Request) string {
 	op := req.Header.Get("X-Amz-Target")
-	if i := strings.LastIndexByte(op, '.'); i >= 0 {
-		op = op[i+1:]
+	return op[strings.LastIndexByte(op, '.')+1:]
+}
+
+// buffered reads body whole and returns its bytes and a body of the same
+// bytes to put in its place (nil for none).
+func buffered(body io.ReadCloser) ([]byte, io.ReadCloser, error) {
+	if body == nil {
+		return nil, nil, nil
 	}
-	var body []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
+	b, err := io.ReadAll(body)
+	_ = body.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// bufferRequest reads req's body whole, puts the same bytes back, and
+// returns them.
+func bufferRequest(req *http.Request) ([]byte, error) {
+	body, rb, err := buffered(req.Body)
+	if rb != nil {
+		req.Body = rb
+	}
+	return body, err
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := operation(req)
+	body, err := bufferRequest(req)
+	if err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	r.counts[op]++
@@ -356,14 +367,19 @@ func newTable(t testing.TB, client *dynamodb.Client, opts ...ddbstore.Option) (s
 	table := tableName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	info, err := ddbstore.CreateTable(ctx, client, table, opts...)
+	// Setup is not under test, and moto may cut a response even on a
+	// fresh connection (use of closed network connection): the table is
+	// created and deleted through the client's configuration with retries,
+	// whatever the client under test allows itself.
+	setup := dynamodb.New(client.Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 })
+	info, err := ddbstore.CreateTable(ctx, setup, table, opts...)
 	if err != nil {
 		t.Fatalf("CreateTable(%s) = %v", table, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		_, _ = setup.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	return table, info
 }

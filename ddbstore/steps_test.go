@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,43 +101,60 @@ func checkStep(t *testing.T, s *Store, stored core.Record, token string, step co
 		s.putRaw(t, stored)
 		cur = &stored
 	}
+	const ttl = 1 << 40 // the step item outlives every record here
 	want, w := core.AddStep(cur, token, step, now)
-	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.stepInput(stored.Key, token, step, now, 1<<20))
+	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.stepInput(stored.Key, token, step, now, 1<<20, ttl))
 	var ccf *types.ConditionalCheckFailedException
 	applied := err == nil
 	if applied != (w == core.StepAppend) || (err != nil && !errors.As(err, &ccf)) {
 		t.Errorf("step %s over %v (steps %q) with %s at %s: applied %v (%v), core says %s", step.Name, stored, stored.Steps, token, now.Format(time.TimeOnly), applied, err, w)
 		return
 	}
-	got, found, rerr := s.read(context.Background(), "test", stored.Key)
+	item, rerr := s.getItem(context.Background(), "test", stored.Key)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	st, rerr := s.storedStepsOf(item)
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
 	switch {
-	case applied && !sameSteps(got.Steps, want.Steps):
-		t.Errorf("step %s over %v: stored steps %q, core says %q", step.Name, stored, got.Steps, want.Steps)
-	case !applied && found && !sameSteps(got.Steps, stored.Steps):
-		t.Errorf("refused step %s over %v: stored steps %q, want unchanged", step.Name, stored, got.Steps)
+	case applied && !sameEntries(st.entries, want.Steps, true):
+		t.Errorf("step %s over %v: stored steps %v, core says %q with the last one referenced", step.Name, stored, st.entries, want.Steps)
+	case !applied && len(item) > 0 && !sameEntries(st.entries, stored.Steps, false):
+		t.Errorf("refused step %s over %v: stored steps %v, want unchanged", step.Name, stored, st.entries)
 	case applied:
 		return
 	}
-	answer := s.refusedStep(stored.Key, token, step, now, got, found)
+	_, again, answer := s.refusedStep(stored.Key, token, step, now, ttl, item)
 	wantErr := map[core.StepWrite]error{core.StepRecorded: nil, core.StepConflict: idem.ErrStepConflict, core.StepLeaseLost: idem.ErrLeaseLost}[w]
-	if !errors.Is(answer, wantErr) || (wantErr == nil && answer != nil) {
-		t.Errorf("refused step %s over %v: answer %v, want %v", step.Name, stored, answer, wantErr)
+	if again || !errors.Is(answer, wantErr) || (wantErr == nil && answer != nil) {
+		t.Errorf("refused step %s over %v: answer %v (again %v), want %v", step.Name, stored, answer, again, wantErr)
 	}
 }
 
-func sameSteps(a, b []core.Step) bool {
-	if len(a) != len(b) {
+// sameEntries reports whether entries are steps, kept in the record, but
+// the last one referenced where lastRef is set.
+func sameEntries(entries []stepEntry, steps []core.Step, lastRef bool) bool {
+	if len(entries) != len(steps) {
 		return false
 	}
-	for i := range a {
-		if a[i].Name != b[i].Name || !bytes.Equal(a[i].Result, b[i].Result) {
+	for i, e := range entries {
+		if lastRef && i == len(steps)-1 {
+			if !e.isRef || e.ref != refOf(steps[i]) {
+				return false
+			}
+			continue
+		}
+		if e.isRef || e.step.Name != steps[i].Name || !bytes.Equal(e.step.Result, steps[i].Result) {
 			return false
 		}
 	}
 	return true
+}
+
+func sameSteps(a, b []core.Step) bool {
+	return slices.EqualFunc(a, b, func(x, y core.Step) bool { return x.Name == y.Name && bytes.Equal(x.Result, y.Result) })
 }
 
 // TestStepsWithinTheItemLimit: a step that cannot fit is refused with a

@@ -155,6 +155,8 @@ type Store struct {
 	noUpdate atomic.Bool
 	// schema is what the store knows of its table's key schema.
 	schema schemaCheck
+	// steps is what the store knows for its step items (stepitems.go).
+	steps stepState
 }
 
 var _ idem.Store = (*Store)(nil)
@@ -209,6 +211,16 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 // checked; no other blocking record's is read. After a failure that may
 // have been applied (a timeout, a reset, a 5xx), one consistent GetItem
 // checks for rec's own token in the same way before the error is returned.
+// A blocking record that rec may resume (core.Resumable) comes with its
+// steps, read from their step items; any other comes without them (Steps
+// nil), which no decision needs.
+//
+// A reservation that carries prev's steps (a takeover or a retry) is, with
+// a client that has UpdateItem, one UpdateItem of the prev branch instead,
+// which sets every attribute but the steps' (reserveKeepingSteps): the steps
+// stay where they are, in their step items. Where it is refused by a record
+// that the PutItem may still replace, the PutItem follows, every step
+// written in the record.
 //
 // A key whose item key does not fit DynamoDB's limits (the prefix and the
 // key over 2048 bytes, a sort key value empty or over 1024) or a record
@@ -219,7 +231,7 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkReservation(op, &rec); err != nil {
+	if done, err := s.prepareReservation(ctx, op, &rec, prev, now); done {
 		return err
 	}
 	in := s.reserveInput(s.encode(rec, nil, ""), prev, now)
@@ -260,25 +272,11 @@ func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Re
 	values := map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()),
 		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}}
 	cond := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"
-	// Only the branch for prev's own status is sent: the stored record must
-	// still be prev (token and status), and only an in-progress record with
-	// an ended lease or a retryable failure may be taken. Other statuses
-	// add nothing. (One branch instead of a disjunction over both also costs
-	// dynalite a third of the CPU.)
-	if prev != nil && prev.LeaseToken != "" {
-		switch prev.Status {
-		case core.StatusInProgress:
-			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND " + s.prevSteps(prev, names, values) + ")"
-		case core.StatusFailed:
-			cond += " OR (#tok = :prev_tok AND #st = :prev_st AND #retry = :true AND " + s.prevSteps(prev, names, values) + ")"
-			names["#retry"] = s.names.Retryable
-			values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
-		}
-		if prev.Status == core.StatusInProgress || prev.Status == core.StatusFailed {
-			names["#tok"] = s.names.LeaseToken
-			values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
-			values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
-		}
+	// Only the branch for prev's own status is sent (prevBranch). (One
+	// branch instead of a disjunction over both also costs dynalite a third
+	// of the CPU.)
+	if branch := s.prevBranch(prev, names, values); branch != "" {
+		cond += " OR " + branch
 	}
 	return &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
@@ -361,6 +359,14 @@ const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s
 // completion with ErrLargeResult and writes no record); a failed record's
 // error message is shortened. Completion never fails for size.
 //
+// A retryable failure with steps is, with a client that has UpdateItem,
+// one UpdateItem conditioned on the caller's lease and on the record
+// holding rec's number of steps, which sets every attribute but the steps'
+// (completeKeepingSteps): the steps stay in their step items. Where the
+// record lacks a step rec has (a step write that may have been applied and
+// was not) or its step items would end before the failure's retention, the
+// PutItem follows, every step written in the record.
+//
 // If the condition fails and the stored record (from the error, or one
 // consistent GetItem where the server does not return it) is this very
 // completion, applied by an earlier try whose answer was lost, Complete
@@ -380,6 +386,9 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	}
 	rec = normalize(rec)
 	rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
+	if stored, done, err := s.completeKeepingSteps(ctx, op, rec); done {
+		return stored, err
+	}
 	item, stored, err := s.fitComplete(ctx, op, rec)
 	if err != nil {
 		return core.Record{}, err
@@ -397,7 +406,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	if !errors.As(err, &ccf) {
 		return core.Record{}, s.translate(ctx, op, err).err
 	}
-	existing, found, rerr := s.blocking(ctx, op, ccf, rec.Key)
+	existing, found, rerr := s.blockingFor(ctx, op, ccf, rec.Key, sameFailure(rec))
 	if rerr != nil {
 		// The lease was lost or the outcome is ours; we cannot tell which.
 		return core.Record{}, rerr
@@ -440,7 +449,9 @@ func (s *Store) fitItem(op string, rec core.Record) (map[string]types.AttributeV
 // retention has ended at now (its TTL attribute, in seconds, is at or before
 // now) is reported as idem.ErrNotFound even if DynamoDB has not deleted it.
 // A live succeeded record whose result is kept in the blob store
-// (WithLargeResults) is returned with it, read with one Get and checked.
+// (WithLargeResults) is returned with it, read with one Get and checked; a
+// live record's steps kept in step items are read with one BatchGetItem per
+// 100 of them.
 func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
 	const op = "get"
 	if err := ctx.Err(); err != nil {

@@ -13,7 +13,7 @@ const checklistPage = "../docs/writing-a-store.md"
 // per case, its name, its faults (one subtest each) and its doc.
 func checklist() (run, faults string) {
 	var b strings.Builder
-	for _, c := range append(append(append(append(append(cases[:len(cases):len(cases)], releaseCases...), renewCases...), stepCases...), acquireCases...), combinedCases...) {
+	for _, c := range append(append(append(append(append(append(cases[:len(cases):len(cases)], releaseCases...), renewCases...), stepCases...), acquireCases...), combinedCases...), releaseStepCases...) {
 		b.WriteString("- [ ] `" + c.name + "`: " + c.doc + ".\n")
 	}
 	run = b.String()
@@ -51,7 +51,7 @@ func TestChecklist(t *testing.T) {
 			n++
 		}
 	}
-	if want := len(cases) + len(releaseCases) + len(renewCases) + len(stepCases) + len(acquireCases) + len(combinedCases) + len(faultCases) + len(acquireFaultCases); n != want {
+	if want := len(cases) + len(releaseCases) + len(renewCases) + len(stepCases) + len(acquireCases) + len(combinedCases) + len(releaseStepCases) + len(faultCases) + len(acquireFaultCases); n != want {
 		t.Errorf("%s has %d checklist lines, want %d (one per case)", checklistPage, n, want)
 	}
 }

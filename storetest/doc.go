@@ -16,12 +16,13 @@
 // For stores that also implement idem.Releaser, Run checks that Release
 // deletes only the record that was read (a record taken over, completed or
 // retried since is refused with idem.ErrRecordChanged), and that of
-// concurrent Releases of one record exactly one succeeds. For stores that
-// implement idem.LeaseRenewer, it checks that a renewal extends only its
-// holder's live lease (and the retention with it), that a retried renewal
-// is recognised, and, through an idem.Runner with idem.WithLeaseRenewal,
-// that a long handler keeps its key and a crashed holder's key is free one
-// lease term after its last renewal.
+// concurrent Releases of one record exactly one succeeds; where they also
+// record steps, that a released key's steps are gone with its record. For
+// stores that implement idem.LeaseRenewer, it checks that a renewal extends
+// only its holder's live lease (and the retention with it), that a retried
+// renewal is recognised, and, through an idem.Runner with
+// idem.WithLeaseRenewal, that a long handler keeps its key and a crashed
+// holder's key is free one lease term after its last renewal.
 //
 // RunStaged checks the record's side of idem.StagedCompleter (staged writes
 // committed atomically with a success): a stale holder's commit, a commit

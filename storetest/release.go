@@ -157,3 +157,35 @@ func (e *env) mustGet(key string, sec int) core.Record {
 	}
 	return rec
 }
+
+// releaseStepCases run for stores that implement idem.Releaser and
+// idem.StepRecorder: a released key's steps are gone with its record.
+var releaseStepCases = []testCase{
+	{"ReleasedStepsNotCarried", "after Release of a retryable failure with steps, the fresh reservation carries none of them; the same steps recorded again (the same names and results) are then the new lifetime's, and a takeover carries them", releasedStepsNotCarried},
+}
+
+func releasedStepsNotCarried(e *env) {
+	k := e.key()
+	charge, email := core.Step{Name: "charge", Result: []byte(`"ch_1"`)}, core.Step{Name: "email", Result: []byte(`"sent"`)}
+	rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+	e.mustRecordStep(k, "tok-a", charge, 1)
+	rec.Steps = []core.Step{charge}
+	e.mustComplete(core.Fail(rec, errors.New("throttled"), true, e.at(2), retention))
+	read := e.mustGet(k, 3)
+	e.equalSteps("Get of the failure", read, charge)
+	if err := e.release(read); err != nil {
+		e.t.Fatalf("Release of the failure with steps = %v, want nil", err)
+	}
+	fresh := e.mustReserve(k, "tok-b", nil, 4, 10)
+	if fresh.Attempts != 1 {
+		e.t.Fatalf("attempts after Release = %d, want 1", fresh.Attempts)
+	}
+	e.equalSteps("the fresh reservation after Release", fresh)
+	e.equalSteps("Get after the fresh reservation", e.mustGet(k, 5))
+	e.mustRecordStep(k, "tok-b", charge, 6)
+	e.mustRecordStep(k, "tok-b", email, 7)
+	e.equalSteps("Get after the steps recorded again", e.mustGet(k, 8), charge, email)
+	seen := e.mustGet(k, 15)
+	taken := e.mustReserve(k, "tok-c", &seen, 15, 30)
+	e.equalSteps("the takeover of the fresh lifetime", taken, charge, email)
+}

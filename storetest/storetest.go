@@ -39,6 +39,10 @@ func Run(t *testing.T, newStore func(t *testing.T) idem.Store) {
 	if _, steps := newStore(t).(idem.StepRecorder); renews && steps {
 		all = append(all[:len(all):len(all)], combinedCases...)
 	}
+	_, releases := newStore(t).(idem.Releaser)
+	if _, steps := newStore(t).(idem.StepRecorder); releases && steps {
+		all = append(all[:len(all):len(all)], releaseStepCases...)
+	}
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

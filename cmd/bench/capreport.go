@@ -124,9 +124,22 @@ func fmtUnits(x float64) string {
 // Capacity targets: a step's units independent of the steps before it,
 // and a storm on one key that costs a few write units per second of lease.
 const (
-	stepsTarget = 1.1 // steps' units ÷ (steps × one step's), rounding allowed for
-	stormTarget = 5   // write units per second of lease
+	stepsTarget     = 1.1 // steps' units ÷ (steps × one step's), rounding allowed for
+	completionSlack = 1   // write units a completion after 50 steps may cost more than after one
+	stormTarget     = 5   // write units per second of lease
 )
+
+// capFigure returns the figure name of the capacity row of scenario, if
+// it is a number.
+func (r *report) capFigure(scenario, name string) (float64, bool) {
+	for _, row := range r.Capacity {
+		if row.Scenario == scenario {
+			x, ok := row.Figures[name].(float64)
+			return x, ok
+		}
+	}
+	return 0, false
+}
 
 // capacityTargets adds the capacity targets the capacity section and the
 // storm measured.
@@ -136,13 +149,19 @@ func (r *report) capacityTargets(add func(target)) {
 			Measured: fmt.Sprintf("%s + %s per event (a_unique seq)", fmtUnits(m.Capacity.WritePerEvent), fmtUnits(m.Capacity.ReadPerEvent))})
 	}
 	for _, row := range r.Capacity {
-		if !strings.HasPrefix(row.Scenario, "steps_50_") {
+		size, ok := strings.CutPrefix(row.Scenario, "steps_50_")
+		if !ok {
 			continue
 		}
 		x, ok := row.Figures["steps_vs_k_times_one_step"].(float64)
 		add(target{Target: fmt.Sprintf("%s: 50 steps cost at most 50 times one step (%.1f× allowed for rounding)", row.Scenario, stepsTarget),
 			Measured: fmt.Sprintf("%.2f× (%v write units of steps per execution)", x, row.Figures["step_write_units_per_execution"]),
 			Status:   status(ok && x <= stepsTarget)})
+		after50, ok50 := row.Figures["completion_write_units"].(float64)
+		after1, ok1 := r.capFigure("steps_1_"+size, "completion_write_units")
+		add(target{Target: fmt.Sprintf("%s: the completion costs at most %d write unit more than after one step", row.Scenario, completionSlack),
+			Measured: fmt.Sprintf("%v write units (after one step: %v)", after50, after1),
+			Status:   status(ok50 && ok1 && after50 <= after1+completionSlack)})
 	}
 	if s := r.Storm; s != nil && s.Dynalite != nil {
 		d := s.Dynalite

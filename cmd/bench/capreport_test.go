@@ -76,8 +76,10 @@ func TestCapacityTargets(t *testing.T) {
 	t.Parallel()
 	r := &report{
 		Capacity: []capRow{
-			{Scenario: "steps_50_small", Figures: map[string]any{"steps_vs_k_times_one_step": 1.84, "step_write_units_per_execution": 92.0}},
-			{Scenario: "steps_50_4KB", Figures: map[string]any{"steps_vs_k_times_one_step": 1.0, "step_write_units_per_execution": 250.0}},
+			{Scenario: "steps_1_small", Figures: map[string]any{"completion_write_units": 1.0}},
+			{Scenario: "steps_1_4KB", Figures: map[string]any{"completion_write_units": 5.0}},
+			{Scenario: "steps_50_small", Figures: map[string]any{"steps_vs_k_times_one_step": 1.84, "step_write_units_per_execution": 92.0, "completion_write_units": 3.0}},
+			{Scenario: "steps_50_4KB", Figures: map[string]any{"steps_vs_k_times_one_step": 1.0, "step_write_units_per_execution": 250.0, "completion_write_units": 6.0}},
 			{Scenario: "steps_10_small", Figures: map[string]any{"steps_vs_k_times_one_step": 1.0}},
 		},
 		Storm: &stormResult{Dynalite: &stormFigures{Deliveries: 10000, WritePerDelivery: 1, WritePerLeaseSecond: 285.7},
@@ -85,7 +87,7 @@ func TestCapacityTargets(t *testing.T) {
 	}
 	var got []target
 	r.capacityTargets(func(t target) { got = append(got, t) })
-	want := []string{"missed", "met", "missed"}
+	want := []string{"missed", "missed", "met", "met", "missed"}
 	if len(got) != len(want) {
 		t.Fatalf("targets = %+v, want %d", got, len(want))
 	}

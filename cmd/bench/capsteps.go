@@ -29,7 +29,8 @@ func stepResult(s int, size string) []byte {
 
 // stepRows measures executions of 1, 10 and 50 steps with small and 4 KB
 // results: the write units of each step (of the first execution, by
-// position), of all steps, and of the reservation and completion.
+// position), of all steps, of the completion, and of the reservation and
+// completion.
 func stepRows(e *capEnv) ([]capRow, error) {
 	r, err := e.runner()
 	if err != nil {
@@ -40,30 +41,23 @@ func stepRows(e *capEnv) ([]capRow, error) {
 		var oneStep float64
 		for _, k := range stepCounts {
 			name := fmt.Sprintf("steps_%d_%s", k, size)
-			var mu sync.Mutex
 			var first []float64
-			var all float64
+			var all, completion float64
 			row, err := e.measure(name, "execution", e.events, func() error {
-				return e.do(r, name, e.events, idem.Executed, func(i int, ev event) idem.Handler {
-					return func(ctx context.Context) ([]byte, error) {
-						for s := 1; s <= k; s++ {
-							units, err := e.unitsOf(func() error {
-								_, err := idem.Step(ctx, fmt.Sprintf("step-%02d", s), func(context.Context) ([]byte, error) { return stepResult(s, size), nil })
-								return err
-							})
-							if err != nil {
-								return nil, err
-							}
-							mu.Lock()
-							all += units
-							if i == 0 {
-								first = append(first, units)
-							}
-							mu.Unlock()
-						}
-						return ev.result, nil
+				for i := range e.events {
+					steps, c, err := e.stepExecution(r, name, i, k, size)
+					if err != nil {
+						return err
 					}
-				})
+					if i == 0 {
+						first = steps
+					}
+					for _, u := range steps {
+						all += u
+					}
+					completion += c
+				}
+				return nil
 			})
 			if err != nil {
 				return nil, err
@@ -76,12 +70,43 @@ func stepRows(e *capEnv) ([]capRow, error) {
 			row.Figures["write_units_by_step_position"] = fmtPositions(first)
 			row.Series["write_units_of_each_step"] = first
 			row.Figures["steps_vs_k_times_one_step"] = round(perExec/(float64(k)*oneStep), 2)
+			row.Figures["completion_write_units"] = round(completion/float64(e.events), 3)
 			row.Figures["reservation_and_completion_write_units"] = round(row.Capacity.WritePerEvent-perExec, 3)
-			row.Note = fmt.Sprintf("a handler of %d steps (idem.Step), each returning a %s result; each step is one UpdateItem of the record, billed on the record after it", k, size)
+			row.Note = fmt.Sprintf("a handler of %d steps (idem.Step), each returning a %s result; each step is a PutItem of its own item and an UpdateItem that appends its reference to the record", k, size)
 			rows = append(rows, row)
 		}
 	}
 	return rows, nil
+}
+
+// stepExecution runs event i of name through r: a handler of k steps of
+// size. It returns the write units of each step and of the completion.
+func (e *capEnv) stepExecution(r *idem.Runner, name string, i, k int, size string) ([]float64, float64, error) {
+	ev := makeEvent(name, "cap", i, 100+i)
+	var steps []float64
+	var end float64
+	ctx, cancel := context.WithTimeout(e.ctx, invocationTime)
+	defer cancel()
+	out, err := r.Do(ctx, ev.key, ev.payload, func(ctx context.Context) ([]byte, error) {
+		for s := 1; s <= k; s++ {
+			units, err := e.unitsOf(func() error {
+				_, err := idem.Step(ctx, fmt.Sprintf("step-%02d", s), func(context.Context) ([]byte, error) { return stepResult(s, size), nil })
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, units)
+		}
+		var err error
+		end, err = e.writeUnits()
+		return ev.result, err
+	})
+	if out.Verdict != idem.Executed {
+		return nil, 0, fmt.Errorf("%s: event %d got %s (%v), want %s", name, i, out.Verdict, err, idem.Executed)
+	}
+	after, err := e.writeUnits()
+	return steps, after - end, err
 }
 
 // unitsOf returns the write units fn made the proxy charge. Only one

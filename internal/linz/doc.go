@@ -42,8 +42,10 @@
 //
 // The history is checked per key (a store's keys are independent).
 // Model.LostAnswers accepts the one answer the contract allows a store that
-// recovers its own write after losing its answer: an Acquire with no prev.
-// Any other error than the contract's is Failed, which the model never
+// recovers its own write after losing its answer: an Acquire with no prev;
+// Model.StepsApart, those of a store that keeps steps apart from its records
+// (ddbstore): a blocking record without its steps where the caller may not
+// resume it (core.Resumable). Any other error than the contract's is Failed, which the model never
 // answers. A history that is not linearizable, or whose check does not end
 // within CheckTimeout, fails the test with the paths of porcupine's HTML
 // visualisation and of a text explanation (Explain: the longest order the

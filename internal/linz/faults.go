@@ -104,8 +104,8 @@ func faultError(fault storetest.Fault) error {
 }
 
 // Transport is an http.RoundTripper for a DynamoDB client that injects
-// Faults into the data-plane requests (GetItem reads; PutItem, UpdateItem,
-// DeleteItem and TransactWriteItems writes), as DynamoDB and the network
+// Faults into the data-plane requests (GetItem and BatchGetItem reads;
+// PutItem, UpdateItem, DeleteItem and TransactWriteItems writes), as DynamoDB and the network
 // answer them: a refused connection, HTTP 400
 // ProvisionedThroughputExceededException (fakeaws.DynamoDBError), a read
 // timeout before the request is sent, or the request sent and answered and
@@ -116,7 +116,7 @@ type Transport struct {
 }
 
 // dynamoOps are the kinds of the DynamoDB requests that get faults.
-var dynamoOps = map[string]storetest.Op{"GetItem": storetest.Read, "PutItem": storetest.Write,
+var dynamoOps = map[string]storetest.Op{"GetItem": storetest.Read, "BatchGetItem": storetest.Read, "PutItem": storetest.Write,
 	"UpdateItem": storetest.Write, "DeleteItem": storetest.Write, "TransactWriteItems": storetest.Write}
 
 // RoundTrip sends req, or fails it as the fault drawn for it says.

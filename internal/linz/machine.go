@@ -99,7 +99,7 @@ func (m *machine) check(t *rapid.T, op Op, log bool) Result {
 	if log {
 		m.log = append(m.log, line)
 	}
-	if !want.Matches(got) {
+	if !m.model.Accepts(op, want, got) {
 		if !log {
 			m.log = append(m.log, line)
 		}

@@ -74,6 +74,14 @@ type Model struct {
 	// with a nil prev, since the store no longer knows what it replaced
 	// (idem.Acquirer). Set it when faults are injected.
 	LostAnswers bool
+	// StepsApart allows the answers of a store that keeps steps apart from
+	// the record (ddbstore's step items) and reads them for a record that
+	// blocks a reservation only where the caller may resume it, as the
+	// contract allows: the record of a Conflict may come without its steps
+	// (Steps nil) unless op is a Reserve that may resume it
+	// (core.Resumable). An Acquire that may resume a record is not refused
+	// by it.
+	StepsApart bool
 }
 
 // Accepts reports whether got is an answer the store may give to op when
@@ -81,6 +89,12 @@ type Model struct {
 func (m Model) Accepts(op Op, want, got Result) bool {
 	if m.LostAnswers && op.Kind == Acquire && got.Prev == nil {
 		want.Prev = nil
+	}
+	if m.StepsApart && want.Verdict == Conflict && want.Rec != nil && got.Rec != nil && got.Rec.Steps == nil &&
+		(op.Kind != Reserve || !core.Resumable(want.Rec, op.Rec.Fingerprint, op.Now)) {
+		rec := *want.Rec
+		rec.Steps = nil
+		want.Rec = &rec
 	}
 	return want.Matches(got)
 }

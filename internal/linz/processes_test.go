@@ -140,6 +140,7 @@ func newTable(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	client = dynamodb.New(client.Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }) // setup may retry
 	table := "idem-linz-" + linz.RunID()
 	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("CreateTable(%s) = %v", table, err)
@@ -188,9 +189,9 @@ func runProcesses(t *testing.T, w worker) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	target := &linz.Target{Name: w.Store + " in " + strconv.Itoa(processes) + " processes", Res: linz.DynamoResolution}
+	target := &linz.Target{Name: w.Store + " in " + strconv.Itoa(processes) + " processes", Res: linz.DynamoResolution, StepsApart: true}
 	if w.Store == "redis" {
-		target.Res = linz.RedisResolution
+		target.Res, target.StepsApart = linz.RedisResolution, false
 	}
 	linz.CheckHistory(t, target, start, entries, fmt.Sprintf("%s seed %d", t.Name(), seed))
 	t.Logf("%s, seed %d: %d calls; %s", target.Name, seed, len(entries), linz.Summary(entries))

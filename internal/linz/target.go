@@ -34,12 +34,15 @@ type Target struct {
 	// apply conditional writes atomically under concurrency (moto).
 	// Faults are still injected, but concurrency is not tested.
 	Serial bool
+	// StepsApart says that the store keeps steps apart from its records
+	// (Model.StepsApart).
+	StepsApart bool
 
 	mu sync.Mutex
 }
 
 // Model returns the model of t's store.
-func (t *Target) Model() Model { return Model{Res: t.Res} }
+func (t *Target) Model() Model { return Model{Res: t.Res, StepsApart: t.StepsApart} }
 
 // Can reports whether t's store takes ops of kind k.
 func (t *Target) Can(k Kind) bool {

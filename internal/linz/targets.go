@@ -81,7 +81,7 @@ func DynamoTarget(client *dynamodb.Client, name, table, effects string, serial b
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{Name: name, Store: s, Res: DynamoResolution, Serial: serial}
+	t := &Target{Name: name, Store: s, Res: DynamoResolution, Serial: serial, StepsApart: true}
 	if effects == "" {
 		return t, nil
 	}

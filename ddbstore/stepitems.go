@@ -1,0 +1,437 @@
+package ddbstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemgo/idem/core"
+)
+
+// BatchGetAPI is the part of the DynamoDB client that reads step items
+// beyond API: BatchGetItem. A *dynamodb.Client satisfies it. The store asks
+// its client for it with a type assertion when it reads a record's steps
+// (a takeover, a retry, Get); a client without it reads each step item with
+// one consistent GetItem instead, and so does the store from the first
+// BatchGetItem refused with AccessDeniedException on (an IAM policy that
+// grants GetItem and not BatchGetItem: grant it).
+type BatchGetAPI interface {
+	// BatchGetItem reads up to 100 items (always with ConsistentRead).
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+// stepRef names a step item: the first bytes of a SHA-256 over the step's
+// name and result. A record's steps list holds it (binary) in the step's
+// place; the step item's key ends with it (hex). Step items are addressed by
+// their content, so that no writer can change what a reference names: a
+// stale holder, an earlier lifetime of the key, or a retried write that
+// writes the same reference writes the same step.
+type stepRef [stepRefSize]byte
+
+// stepRefSize is the length of a step reference in bytes.
+const stepRefSize = 8
+
+// stepSuffix separates the record's key from a step item's reference in the
+// step item's key: its partition key (a table without a sort key) or its
+// sort key.
+const stepSuffix = "#step#"
+
+// stepKeyGrowth is what a step item's key adds to its record's.
+const stepKeyGrowth = len(stepSuffix) + 2*stepRefSize
+
+// refOf returns step's reference: SHA-256 over a domain label and the
+// name and result, each preceded by its length as 8 bytes big-endian.
+func refOf(step core.Step) stepRef {
+	h := sha256.New()
+	var n [8]byte
+	for _, part := range [][]byte{[]byte("idem/step/v1"), []byte(step.Name), step.Result} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	var ref stepRef
+	copy(ref[:], h.Sum(nil))
+	return ref
+}
+
+// stepItemKey returns the primary key of key's step item ref: the record's
+// partition key followed by the suffix (a table without a sort key), or
+// the record's partition key and its sort key followed by the suffix.
+func (s *Store) stepItemKey(key string, ref stepRef) map[string]types.AttributeValue {
+	suffix := stepSuffix + hex.EncodeToString(ref[:])
+	if s.sortAttr == "" {
+		return map[string]types.AttributeValue{s.keyAttr: &types.AttributeValueMemberS{Value: s.prefix + key + suffix}}
+	}
+	return map[string]types.AttributeValue{
+		s.keyAttr:  &types.AttributeValueMemberS{Value: s.prefix + key},
+		s.sortAttr: &types.AttributeValueMemberS{Value: s.sortKey(key) + suffix},
+	}
+}
+
+// stepItem returns the step item of key's step: its key, the step as the
+// only element of its steps list, and its end of retention (ttl, epoch
+// seconds; none when 0).
+func (s *Store) stepItem(key string, step core.Step, ttl int64) map[string]types.AttributeValue {
+	item := s.stepItemKey(key, refOf(step))
+	item[s.names.Steps] = &types.AttributeValueMemberL{Value: []types.AttributeValue{stepValue(step)}}
+	if ttl > 0 {
+		item[s.ttlAttr] = num(ttl)
+	}
+	return item
+}
+
+// isStepItem reports whether item is one of the store's step items: its
+// key (the partition key, or the sort key where the table has one) ends
+// with stepSuffix and a reference, and it has a steps list and no status.
+func (l *layout) isStepItem(item map[string]types.AttributeValue) bool {
+	name := l.keyAttr
+	if l.sortAttr != "" {
+		name = l.sortAttr
+	}
+	k, ok := item[name].(*types.AttributeValueMemberS)
+	if !ok || len(k.Value) < stepKeyGrowth || k.Value[len(k.Value)-stepKeyGrowth:][:len(stepSuffix)] != stepSuffix {
+		return false
+	}
+	if _, err := hex.DecodeString(k.Value[len(k.Value)-2*stepRefSize:]); err != nil {
+		return false
+	}
+	_, steps := item[l.names.Steps]
+	_, status := item[l.names.Status]
+	return steps && !status
+}
+
+// checkStepItem returns nil if key's step item for step fits DynamoDB's key
+// limits and the item size limit, and else a permanent error wrapping
+// ErrKeyTooLarge or ErrItemTooLarge.
+func (s *Store) checkStepItem(op, key string, step core.Step) error {
+	if s.sortAttr == "" && len(s.prefix)+len(key)+stepKeyGrowth > maxKeyBytes {
+		return s.fail(op, ErrKeyTooLarge, "key is %d bytes (prefix %d): its step items need %d bytes more, at most %d with the prefix",
+			len(key), len(s.prefix), stepKeyGrowth, maxKeyBytes)
+	}
+	if s.sortAttr != "" && len(s.sortKey(key))+stepKeyGrowth > maxSortKeyBytes {
+		return s.fail(op, ErrKeyTooLarge, "sort key value is %d bytes: its step items need %d bytes more, at most %d",
+			len(s.sortKey(key)), stepKeyGrowth, maxSortKeyBytes)
+	}
+	if size := ItemSize(s.stepItem(key, step, 1<<40)); size > s.maxItem {
+		return s.fail(op, ErrItemTooLarge, "step %q of %d bytes: its item is %d bytes, at most %d", step.Name, len(step.Result), size, s.maxItem)
+	}
+	return nil
+}
+
+// putStepItem writes key's step item for step, with one PutItem that
+// replaces an item of the same reference only if it ends before ttl (none:
+// 0): a step item is never shortened. Refused, the item stored is read (from
+// the error, or one consistent GetItem) and must hold step: it then lives
+// at least as long as asked.
+func (s *Store) putStepItem(ctx context.Context, op, key string, step core.Step, ttl int64) error {
+	cond, values := "attribute_not_exists(#k) OR #ttl < :ttl", map[string]types.AttributeValue{":ttl": num(ttl)}
+	if ttl == 0 {
+		cond, values = "attribute_not_exists(#k) OR attribute_exists(#ttl)", nil
+	}
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                s.stepItem(key, step, ttl),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            map[string]string{"#k": s.keyAttr, "#ttl": s.ttlAttr},
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, s.calls.fns...)
+	var ccf *types.ConditionalCheckFailedException
+	if err == nil || !errors.As(err, &ccf) {
+		if err != nil {
+			return s.translate(ctx, op, err).err
+		}
+		return nil
+	}
+	ref := refOf(step)
+	item := ccf.Item
+	if len(item) == 0 {
+		found, err := s.readStepItems(ctx, op, key, []stepRef{ref})
+		if err != nil {
+			return err
+		}
+		return s.sameStep(op, found[ref], step)
+	}
+	stored, err := s.stepOfItem(item, ref)
+	if err != nil {
+		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+	}
+	return s.sameStep(op, stored, step)
+}
+
+// sameStep returns nil if stored, a step item's step, is step, and else a
+// permanent error wrapping ErrCorruptRecord (two steps with one reference).
+func (s *Store) sameStep(op string, stored, step core.Step) error {
+	if refOf(stored) == refOf(step) && stored.Name == step.Name && string(stored.Result) == string(step.Result) {
+		return nil
+	}
+	return core.MarkPermanent(&Error{Op: op, Table: s.table,
+		Err: fmt.Errorf("%w: step %q and step %q share a reference", ErrCorruptRecord, step.Name, stored.Name)})
+}
+
+// stepOfItem returns the step a step item holds, checked against ref.
+func (s *Store) stepOfItem(item map[string]types.AttributeValue, ref stepRef) (core.Step, error) {
+	r := itemReader{item: item}
+	entries := r.stepEntries(s.names.Steps)
+	if r.err == nil && (len(entries) != 1 || entries[0].isRef || refOf(entries[0].step) != ref) {
+		r.fail("step item %x does not hold its step", ref[:])
+	}
+	if r.err != nil {
+		return core.Step{}, r.err
+	}
+	return entries[0].step, nil
+}
+
+// maxBatchGet is BatchGetItem's limit on keys per call; maxBatchRounds
+// bounds the calls made for keys DynamoDB left unprocessed (throttling).
+const (
+	maxBatchGet    = 100
+	maxBatchRounds = 4
+)
+
+// readStepItems reads key's step items refs with consistent reads, in
+// calls of up to 100 keys (BatchGetItem; one GetItem each without it),
+// and returns their steps, checked. A step item that is missing is
+// ErrCorruptRecord (a record never references an item it did not write
+// first, and step items outlive their records); keys still unprocessed
+// after maxBatchRounds calls are ErrThrottled, transient.
+func (s *Store) readStepItems(ctx context.Context, op, key string, refs []stepRef) (map[stepRef]core.Step, error) {
+	items := make([]map[string]types.AttributeValue, 0, len(refs))
+	for start := 0; start < len(refs); start += maxBatchGet {
+		got, err := s.getItems(ctx, op, key, refs[start:min(start+maxBatchGet, len(refs))])
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, got...)
+	}
+	byKey := make(map[string]map[string]types.AttributeValue, len(items))
+	for _, it := range items {
+		byKey[describeKey(s, it)] = it
+	}
+	steps := make(map[stepRef]core.Step, len(refs))
+	for _, ref := range refs {
+		it, ok := byKey[describeKey(s, s.stepItemKey(key, ref))]
+		if !ok {
+			return nil, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: fmt.Errorf("%w: step item %x is missing", ErrCorruptRecord, ref[:])})
+		}
+		st, err := s.stepOfItem(it, ref)
+		if err != nil {
+			return nil, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+		}
+		steps[ref] = st
+	}
+	return steps, nil
+}
+
+// describeKey is the identity of an item by its key attributes' values.
+func describeKey(s *Store, item map[string]types.AttributeValue) string {
+	id := ""
+	for _, name := range s.keyNames() {
+		if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+			id += v.Value + "\x00"
+		}
+	}
+	return id
+}
+
+// getItems reads the step items of up to 100 refs: one BatchGetItem, and
+// more for the keys it leaves unprocessed, or one GetItem each.
+func (s *Store) getItems(ctx context.Context, op, key string, refs []stepRef) ([]map[string]types.AttributeValue, error) {
+	keys := make([]map[string]types.AttributeValue, len(refs))
+	for i, ref := range refs {
+		keys[i] = s.stepItemKey(key, ref)
+	}
+	bg, ok := s.client.(BatchGetAPI)
+	if !ok || s.steps.noBatch.Load() {
+		return s.getEach(ctx, op, keys)
+	}
+	var items []map[string]types.AttributeValue
+	for round := 0; len(keys) > 0; round++ {
+		if round == maxBatchRounds {
+			return nil, core.MarkTransient(&Error{Op: op, Table: s.table,
+				Err: fmt.Errorf("%w: %d step items left unprocessed after %d calls", ErrThrottled, len(keys), round)})
+		}
+		out, err := bg.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
+		}}, s.calls.fns...)
+		if err != nil {
+			t := s.translate(ctx, op, err)
+			if errors.Is(t.err, ErrAccessDenied) && round == 0 {
+				s.steps.noBatch.Store(true)
+				return s.getEach(ctx, op, keys)
+			}
+			return nil, t.err
+		}
+		items = append(items, out.Responses[s.table]...)
+		keys = out.UnprocessedKeys[s.table].Keys
+	}
+	return items, nil
+}
+
+// getEach reads keys with one consistent GetItem each.
+func (s *Store) getEach(ctx context.Context, op string, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	var items []map[string]types.AttributeValue
+	for _, k := range keys {
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: k, ConsistentRead: aws.Bool(true)}, s.calls.fns...)
+		if err != nil {
+			return nil, s.translate(ctx, op, err).err
+		}
+		if len(out.Item) > 0 {
+			items = append(items, out.Item)
+		}
+	}
+	return items, nil
+}
+
+// resolveSteps sets rec.Steps, the steps of the stored item, in order: the
+// steps the record keeps as they are, and each reference by the step of
+// known with that reference or else by its step item, read with
+// readStepItems. It reads nothing when every reference is known.
+func (s *Store) resolveSteps(ctx context.Context, op string, item map[string]types.AttributeValue, rec *core.Record, known []core.Step) error {
+	r := itemReader{item: item}
+	entries := r.stepEntries(s.names.Steps)
+	if r.err != nil {
+		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: r.err})
+	}
+	have := make(map[stepRef]core.Step, len(known))
+	for _, st := range known {
+		have[refOf(st)] = st
+	}
+	var missing []stepRef
+	for _, e := range entries {
+		if _, ok := have[e.ref]; e.isRef && !ok {
+			missing = append(missing, e.ref)
+		}
+	}
+	if len(missing) > 0 {
+		read, err := s.readStepItems(ctx, op, rec.Key, missing)
+		if err != nil {
+			return err
+		}
+		for ref, st := range read {
+			have[ref] = st
+		}
+	}
+	rec.Steps = nil
+	for _, e := range entries {
+		if e.isRef {
+			e.step = have[e.ref]
+		}
+		rec.Steps = append(rec.Steps, e.step)
+	}
+	return nil
+}
+
+// hasStepRefs reports whether item's steps list references a step item.
+func (s *Store) hasStepRefs(item map[string]types.AttributeValue) bool {
+	l, ok := item[s.names.Steps].(*types.AttributeValueMemberL)
+	if !ok {
+		return false
+	}
+	for _, e := range l.Value {
+		if _, ok := e.(*types.AttributeValueMemberB); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// extendStepItems makes the step items of item, a record, end their
+// retention no earlier than expires would need (itemEnd): it reads them,
+// writes them again to end later (putStepItem), and then sets the record's
+// steps_until with one UpdateItem conditioned on the record being still in
+// progress under its token, with the same steps and steps_until. A record
+// that changed meanwhile is left as it is: the caller's next write is
+// refused again, or is not.
+func (s *Store) extendStepItems(ctx context.Context, op string, item map[string]types.AttributeValue, expires, now time.Time) error {
+	rec, err := s.decode(item)
+	var st storedSteps
+	if err == nil {
+		st, err = s.storedStepsOf(item)
+	}
+	if err != nil {
+		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+	}
+	later := rec
+	later.ExpiresAt = expires
+	ttl, again := st.itemEnd(&later, st.until, now)
+	if !again {
+		return nil
+	}
+	if err := s.resolveSteps(ctx, op, item, &rec, nil); err != nil {
+		return err
+	}
+	for i, e := range st.entries {
+		if e.isRef {
+			if err := s.putStepItem(ctx, op, rec.Key, rec.Steps[i], ttl); err != nil {
+				return err
+			}
+		}
+	}
+	n := &s.names
+	values := map[string]types.AttributeValue{":old": num(st.until), ":n": num(int64(len(st.entries))),
+		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}, ":tok": &types.AttributeValueMemberS{Value: rec.LeaseToken}}
+	update := "REMOVE #until" // items that never end
+	if ttl > 0 {
+		update, values[":ttl"] = "SET #until = :ttl", num(ttl)
+	}
+	_, err = s.client.(UpdateAPI).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: s.keyOf(rec.Key),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("#st = :in_progress AND #tok = :tok AND size(#steps) = :n AND #until = :old"),
+		ExpressionAttributeNames:  map[string]string{"#until": n.StepsUntil, "#st": n.Status, "#tok": n.LeaseToken, "#steps": n.Steps},
+		ExpressionAttributeValues: values,
+	}, s.calls.fns...)
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return s.translate(ctx, op, err).err
+	}
+	return nil
+}
+
+// stepState is what a store knows for its step items: its records'
+// retention span, and whether BatchGetItem was refused for access (an IAM
+// policy written for an older version: step items are then read with
+// GetItem). Safe for concurrent use; the zero value knows nothing.
+type stepState struct {
+	span    stepSpan
+	noBatch atomic.Bool
+}
+
+// defaultStepSpan is the retention span a store assumes before it has seen
+// a reservation (see stepSpan).
+const defaultStepSpan = 24 * time.Hour
+
+// stepSpan is what a store knows of its records' retention: the span from
+// a reservation's time to its end of retention, as last seen. Step items
+// are written to end one such span after their record (stepTTL). Safe for
+// concurrent use; the zero value knows nothing.
+type stepSpan struct{ ns atomic.Int64 }
+
+// learn records that a record written at now ends its retention at expires.
+func (sp *stepSpan) learn(expires, now time.Time) {
+	if d := expires.Sub(now); !expires.IsZero() && d > 0 {
+		sp.ns.Store(int64(d))
+	}
+}
+
+// ttl is the end of retention, in epoch seconds, of a step item written
+// at now: two spans later, so that it outlives a record that ends its
+// retention one span after now and is written again (a failure, a retry)
+// within that span. RecordStep's condition checks it against the record.
+func (sp *stepSpan) ttl(now time.Time) int64 {
+	d := time.Duration(sp.ns.Load())
+	if d <= 0 {
+		d = defaultStepSpan
+	}
+	return ceilSeconds(now.Add(2 * d))
+}
