@@ -73,7 +73,7 @@ LINZ_CLIENTS   ?=
 LINZ_CHECKS    ?= 500
 LINZ_STEPS     ?= 60
 
-.PHONY: deps redis-server test test-long lint api-check api-record sam-check cover demo bench bench-smoke bench-peers test-localstack clean
+.PHONY: deps redis-server test test-long sim-putback lint api-check api-record sam-check cover demo bench bench-smoke bench-peers test-localstack clean
 
 # deps: install everything the tests need, each step only when missing or out of date:
 # Go modules, dynalite (npm ci), moto (virtualenv), the Lambda runtime interface emulator,
@@ -158,7 +158,11 @@ ifeq ($(call existing,$(MOTO_PKGS)),)
 else
 	$(TESTENV) -server moto -- $(GO) test -race -count=1 $(call existing,$(MOTO_PKGS))
 endif
-	$(GO) test -count=1 -run '^TestSim$$' -v ./internal/sim | grep -E '^(---|ok|FAIL)|deliveries'
+	@mkdir -p $(CACHE)
+	$(GO) test -count=1 -run '^TestSim$$' -v ./internal/sim >$(CACHE)/sim.out 2>&1; st=$$?; \
+		grep -E '^(---|ok|FAIL)|deliveries|violated' $(CACHE)/sim.out; exit $$st
+	$(TESTENV) -server moto -- $(GO) test -count=1 -run '^TestSimDynamoAll$$' -v ./internal/sim -sim.n=1000 >$(CACHE)/sim-moto.out 2>&1; st=$$?; \
+		grep -E '^(---|ok|FAIL)|deliveries|violated' $(CACHE)/sim-moto.out; exit $$st
 	cd otel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory cover
 	$(MAKE) --no-print-directory bench-smoke
@@ -182,14 +186,26 @@ api-record: $(BIN)/.apidiff-$(APIDIFF_VERSION)
 	$(GO) run ./internal/cmd/apicheck -apidiff $(APIDIFF) -exclude '$(API_EXCLUDE)' -record $(VERSION) $(API_MODULES)
 
 # test-long: the stores' linearizability and model-based checks at the LINZ_* sizes: memstore,
-# Redis, dynalite (and several processes on both), then moto. Not part of test.
+# Redis, dynalite (and several processes on both), then moto; then the simulation, SIM_N
+# deliveries over memstore and SIM_DDB_N over dynalite and over moto. Not part of test.
 LINZ_TESTS := ^(TestLinearizable|TestModel|TestProcesses)$$
 LINZ_ENV    = IDEM_LINZ_HISTORIES=$(LINZ_HISTORIES) IDEM_LINZ_OPS=$(LINZ_OPS) \
               $(if $(LINZ_CLIENTS),IDEM_LINZ_CLIENTS=$(LINZ_CLIENTS)) RAPID_CHECKS=$(LINZ_CHECKS) RAPID_STEPS=$(LINZ_STEPS)
+SIM_N     ?= 1000000
+SIM_DDB_N ?= 20000
 test-long: deps $(TESTENV)
 	$(LINZ_ENV) $(TESTENV) -server dynalite -redis -- \
 		$(GO) test -count=1 -timeout 3h -run '$(LINZ_TESTS)' ./memstore ./redisstore ./ddbstore ./internal/linz
 	$(LINZ_ENV) $(TESTENV) -server moto -- $(GO) test -count=1 -timeout 3h -run '$(LINZ_TESTS)' ./ddbstore
+	$(GO) test -count=1 -timeout 1h -run '^TestSim$$' ./internal/sim -sim.n=$(SIM_N)
+	$(TESTENV) -server dynalite -- $(GO) test -count=1 -timeout 1h -run '^TestSimDynamoAll$$' ./internal/sim -sim.n=$(SIM_DDB_N)
+	$(TESTENV) -server moto -- $(GO) test -count=1 -timeout 2h -run '^TestSimDynamoAll$$' ./internal/sim -sim.n=$(SIM_DDB_N)
+
+# sim-putback: puts back, one at a time in a copy of the module, four defects of capabilities
+# that meet (see internal/sim/testdata/putback.sh), and fails unless the simulation finds each.
+# Not part of test.
+sim-putback: deps
+	sh internal/sim/testdata/putback.sh
 
 # sam-check: fails on any finding. cfn-lint with the informational checks, the SAM CLI's
 # own lint, sam build (go build per CodeUri for linux/arm64, as docs/deployment.md

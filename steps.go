@@ -232,6 +232,10 @@ func (x *execution) write(ctx context.Context, step core.Step) (maybeApplied boo
 		if err == nil {
 			return false, nil
 		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			// A request its context abandoned may have been applied.
+			maybeApplied = true
+		}
 		if errors.Is(err, ErrLeaseLost) || core.Classify(err, x.c.r.storeChain...) != core.Transient {
 			return maybeApplied, err
 		}

@@ -287,3 +287,87 @@ func TestStepWriteAnswerLost(t *testing.T) {
 			first, out.Result, out.Attempts, err, charges)
 	}
 }
+
+// cancelledStepAnswers applies a step, then, as a caller hanging up while
+// the request is in flight (or a renewal goroutine that lost the lease),
+// cancels the handler's context and answers with the context's error, as
+// the AWS SDK does for a request its context abandoned.
+type cancelledStepAnswers struct {
+	*memstore.Store
+	cancel context.CancelFunc
+}
+
+func (s cancelledStepAnswers) RecordStep(ctx context.Context, key, token string, step core.Step, now time.Time) error {
+	if err := s.Store.RecordStep(ctx, key, token, step, now); err != nil {
+		return err
+	}
+	s.cancel()
+	<-ctx.Done()
+	return fmt.Errorf("operation error DynamoDB: UpdateItem: %w", ctx.Err())
+}
+
+// TestStepWriteCancelledAfterApplied: a step whose write was applied but
+// whose answer was lost to the cancellation of the handler's context
+// counts as completed: the failure recorded for the execution keeps it, and
+// the next execution of the key does not run it again.
+func TestStepWriteCancelledAfterApplied(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := memstore.New()
+	r, err := idem.New(cancelledStepAnswers{store, cancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charges := 0
+	handler := func(ctx context.Context) ([]byte, error) {
+		return idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { charges++; return []byte("ch_1"), nil })
+	}
+	if _, err := r.Do(ctx, "evt:cancelled-step:1", []byte(`{}`), handler); !errors.Is(err, idem.ErrTransientFailure) {
+		t.Fatalf("first Do = %v, want a transient failure (the caller hung up)", err)
+	}
+	r2, err := idem.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r2.Do(context.Background(), "evt:cancelled-step:1", []byte(`{}`), handler)
+	if err != nil || string(out.Result) != "ch_1" || charges != 1 {
+		t.Fatalf("second Do = %q, %v; charge ran %d times; want ch_1, nil, charged once", out.Result, err, charges)
+	}
+}
+
+// TestRetryAfterReleaseStartsAfresh: an operator releases the retryable
+// failure of a call while it waits to retry: the retry starts a new record
+// lifetime (attempt 1, no step carried), as the next delivery would, and
+// does not bring back the released record's steps and count.
+func TestRetryAfterReleaseStartsAfresh(t *testing.T) {
+	f := newFixture(t)
+	const key = "evt:released-retry:1"
+	sleep := func(ctx context.Context, d time.Duration) error {
+		rec, err := f.store.Get(ctx, key, f.clock.Now())
+		if err != nil {
+			return err
+		}
+		if err := f.store.Release(ctx, rec); err != nil {
+			return err
+		}
+		return f.clock.Sleep(ctx, d)
+	}
+	r, err := idem.New(f.store, idem.WithClock(f.clock.Now), idem.WithSleep(sleep), idem.WithRetry(2, base, maxDelay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charges := 0
+	out, err := r.Do(f.ctx(t, 30*time.Second), key, []byte(`{}`), func(ctx context.Context) ([]byte, error) {
+		res, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) {
+			charges++
+			return []byte(fmt.Sprintf("ch_%d", charges)), nil
+		})
+		if err == nil && charges == 1 {
+			return nil, core.MarkTransient(errors.New("try again"))
+		}
+		return res, err
+	})
+	if err != nil || out.Attempts != 1 || string(out.Result) != "ch_2" || charges != 2 {
+		t.Fatalf("Do = %q attempt %d, %v; charge ran %d times; want ch_2 at attempt 1 of a new lifetime, charged again", out.Result, out.Attempts, err, charges)
+	}
+}

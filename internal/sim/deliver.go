@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -12,38 +11,22 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// Handler errors of the simulated handler.
-var (
-	errTransient = errors.New("sim: handler failed transiently")
-	errPermanent = errors.New("sim: handler failed permanently")
-)
-
-// sandbox is one process of a service: its own runner and clock.
+// sandbox is one process of a service: its own runner (and, for a batch
+// service, the wrapper around it) and clock.
 type sandbox struct {
 	s      *simulation
+	sv     *service
 	name   string
 	skew   time.Duration
 	runner *idem.Runner
+	batch  batchHandler // the batch wrapper's handler, for a batch service
 }
 
 // clock is the sandbox's clock: simulated time, skewed.
 func (b *sandbox) clock() time.Time { return epoch.Add(b.s.now + b.skew) }
 
-// sleep waits d in simulated time, or until the context is done.
-func (b *sandbox) sleep(ctx context.Context, d time.Duration) error {
-	t := taskOf(ctx)
-	if err := t.simDone(ctx); err != nil {
-		return err
-	}
-	b.s.hist(t.d.ks, t, hSleep, core.Record{}, nil)
-	t.d.ks.note(d.String())
-	end := b.s.now + max(d, 0)
-	if ctx == context.Context(t.ctx) && t.cancelAt >= 0 && t.cancelAt < end {
-		end = t.cancelAt
-	}
-	t.yieldUntil(end)
-	return t.simDone(ctx)
-}
+// simTime is the simulated instant at which the sandbox's clock reads x.
+func (b *sandbox) simTime(x time.Time) time.Duration { return x.Sub(epoch) - b.skew }
 
 // token returns a new lease token, unique in the run.
 func (b *sandbox) token() string {
@@ -51,17 +34,108 @@ func (b *sandbox) token() string {
 	return "t" + strconv.FormatInt(b.s.tokenN, 10) + "." + b.name
 }
 
-// yieldUntil blocks the task until at, with a crash drawn for this point.
-func (t *task) yieldUntil(at time.Duration) { t.yield(at - t.s.now) }
-
-// delivery is one message of a key as a Do call receives it.
+// delivery is one message of a key as a call receives it.
 type delivery struct {
 	id      int64
 	sv      *service
 	ks      *keyState
-	variant int // payload variant: 0 usually, 1 for a reused key
-	payload []byte
-	gen     int // how many times it was redelivered
+	variant int   // payload variant: 0 usually, 1 for a reused key
+	sent    int64 // the copy's own number, in payloads whose fingerprint ignores it
+	gen     int   // how many times it was redelivered
+}
+
+// payload is the delivery's JSON payload (a batch record's body). With a
+// fingerprint selection, each copy carries its own sent_at, which the
+// fingerprint leaves out.
+func (d *delivery) payload() []byte {
+	if d.sv.Selection {
+		return fmt.Appendf(nil, `{"id":%q,"variant":%d,"sent_at":%d}`, d.ks.name, d.variant, d.sent)
+	}
+	return fmt.Appendf(nil, `{"id":%q,"variant":%d}`, d.ks.name, d.variant)
+}
+
+// task is one invocation of a process: one Runner.Do call, or one batch of
+// a batch service. Its calls run one after another on its thread (main).
+type task struct {
+	s    *simulation
+	id   int64
+	sv   *service
+	sb   *sandbox
+	ctx  *simCtx
+	main *actor
+
+	killAt    time.Duration // when the platform kills it; -1: never
+	cancelAt  time.Duration // when its context is done; -1: never
+	cancelErr error         // the context's error from cancelAt on
+	ended     wakeKind      // how it was unwound, if it was
+
+	calls []*call // its deliveries, in batch order
+	cur   *call   // the call running on its thread
+	lane  *lane   // the ordered lane of an ordered batch
+}
+
+// call is one delivery a task handles: its Runner.Do call (or, for a batch
+// record not started, the verdict the wrapper reported without one).
+type call struct {
+	t  *task
+	d  *delivery
+	ks *keyState
+
+	started    bool          // the runner started it (Tracer.StartCall)
+	try        *try          // the running handler try, if any
+	lastTry    tryClass      // outcome of its last finished try
+	success    string        // resultKey of the success the store accepted from it
+	held       time.Time     // lease end of the reservation the runner holds
+	expect     *renewal      // the renewal goroutine its next try starts
+	rn         *renewal      // the renewal goroutine of its running try
+	stepWrites int           // RecordStep calls it made
+	staged     *stagedTry    // the staged writes of its last try
+	obs        *idem.Verdict // the verdict the tracer saw it end with
+	obsErr     error
+}
+
+func (s *simulation) newTask(sv *service, sb *sandbox) *task {
+	s.taskN++
+	t := &task{s: s, id: s.taskN, sv: sv, sb: sb, killAt: -1, cancelAt: -1}
+	t.main = s.newActor(t, nil)
+	s.setDeadline(t)
+	return t
+}
+
+// addCall adds a call of a copy of d to t.
+func (t *task) addCall(d *delivery) *call {
+	s := t.s
+	s.spawned++
+	s.deliveryN++
+	cp := *d
+	cp.id = s.deliveryN
+	c := &call{t: t, d: &cp, ks: cp.ks}
+	t.calls = append(t.calls, c)
+	s.hist(c, hDeliver, core.Record{}, nil)
+	if cp.gen > 0 {
+		c.ks.note("(redelivery " + strconv.Itoa(cp.gen) + ")")
+	}
+	return c
+}
+
+// start starts t's thread.
+func (s *simulation) start(t *task, run func()) {
+	go func() {
+		defer func() {
+			r := recover()
+			if r != nil && r != errCrash {
+				s.violate(Outcome, t.calls[0].ks, "task %d panicked: %v\n%s", t.id, r, debug.Stack())
+			}
+			t.done()
+			s.back <- struct{}{}
+		}()
+		if k := <-t.main.wake; k != wakeRun {
+			t.ended = k
+			panic(errCrash)
+		}
+		run()
+	}()
+	s.push(event{at: s.now, a: t.main, gen: t.main.gen})
 }
 
 // arrive delivers a message of sv (now and then with copies) and schedules
@@ -70,23 +144,32 @@ func (s *simulation) arrive(sv *service) {
 	if s.spawned >= s.cfg.Deliveries {
 		return
 	}
-	ks := s.keyState(sv.pickKey(s), sv)
-	variant := 0
-	if s.chance(sv.Reuse) {
-		variant = 1
-	}
-	d := &delivery{sv: sv, ks: ks, variant: variant,
-		payload: fmt.Appendf(nil, `{"key":%q,"variant":%d}`, ks.key, variant)}
-	s.spawn(d)
-	if s.chance(sv.Burst) {
-		for n := 1 + s.rng.IntN(3); n > 0; n-- {
-			s.after(s.between(0, 50*time.Millisecond), func() { s.spawn(d) })
+	if sv.Batch != 0 {
+		s.arriveBatch(sv)
+	} else {
+		d := s.newDelivery(sv)
+		s.spawn(d)
+		if s.chance(sv.Burst) {
+			for n := 1 + s.rng.IntN(3); n > 0; n-- {
+				s.after(s.between(0, 50*time.Millisecond), func() { s.spawn(d) })
+			}
 		}
 	}
 	s.after(s.expGap(sv.ArrivalGap), func() { s.arrive(sv) })
 }
 
-// pickKey returns one of the active keys, or opens a new one.
+// newDelivery draws a message of sv: one of its keys, usually with the
+// key's own payload.
+func (s *simulation) newDelivery(sv *service) *delivery {
+	ks := s.keyState(sv.pickKey(s), sv)
+	variant := 0
+	if s.chance(sv.Reuse) {
+		variant = 1
+	}
+	return &delivery{sv: sv, ks: ks, variant: variant}
+}
+
+// pickKey returns the name of one of the active keys, or opens a new one.
 func (sv *service) pickKey(s *simulation) string {
 	if len(sv.active) == 0 || s.chance(sv.NewKey) {
 		k := fmt.Sprintf("%s:k%06d", sv.Name, sv.nextKey)
@@ -100,31 +183,26 @@ func (sv *service) pickKey(s *simulation) string {
 	return sv.active[s.rng.IntN(len(sv.active))]
 }
 
-// spawn starts a Do call for a copy of d in a new task.
+// spawn starts a Do call of a copy of d in a new task.
 func (s *simulation) spawn(d *delivery) {
 	if s.spawned >= s.cfg.Deliveries || s.halted() {
 		return
 	}
-	s.spawned++
-	s.taskN++
-	c := *d
-	c.id = s.taskN
 	sv := d.sv
-	t := &task{s: s, id: s.taskN, d: &c, sb: sv.sandboxes[s.rng.IntN(len(sv.sandboxes))],
-		wake: make(chan wakeKind), killAt: -1, cancelAt: -1}
-	s.setDeadline(t)
-	s.hist(c.ks, t, hDeliver, core.Record{}, nil)
-	if c.gen > 0 {
-		c.ks.note("(redelivery " + strconv.Itoa(c.gen) + ")")
-	}
-	go t.main()
-	s.push(event{at: s.now, task: t, kind: wakeRun})
+	t := s.newTask(sv, sv.sandboxes[s.rng.IntN(len(sv.sandboxes))])
+	s.sentN++
+	d.sent = s.sentN
+	c := t.addCall(d)
+	s.start(t, func() {
+		out, err := t.sb.runner.Do(t.ctx, c.ks.key, c.d.payload(), c.handle)
+		s.finishCall(c, out, err)
+	})
 }
 
 // setDeadline gives the task its context: a deadline of the drawn mode, and
 // perhaps a caller that hangs up.
 func (s *simulation) setDeadline(t *task) {
-	sv := t.d.sv
+	sv := t.sv
 	mode := sv.Deadlines[s.rng.IntN(len(sv.Deadlines))]
 	t.ctx = &simCtx{t: t, done: make(chan struct{})}
 	switch mode.Kind {
@@ -144,64 +222,47 @@ func (s *simulation) setDeadline(t *task) {
 	}
 }
 
-// main is the task's goroutine: it waits for its first turn, calls Do, and
-// reports how it ended, crashed or not.
-func (t *task) main() {
-	var (
-		out      idem.Outcome
-		err      error
-		returned bool
-	)
-	defer func() {
-		r := recover()
-		t.s.finish(t, out, err, returned, r)
-		t.s.back <- struct{}{}
-	}()
-	if k := <-t.wake; k != wakeRun {
-		t.ended = k
-		panic(errCrash)
+// done ends the task's calls that the runner did not end (a crash, a kill).
+func (t *task) done() {
+	s := t.s
+	for _, c := range t.calls {
+		if c.try != nil { // it died in its handler: the try ends now
+			s.endTry(c)
+		}
 	}
-	out, err = t.sb.runner.Do(t.ctx, t.d.ks.key, t.d.payload, t.handle)
-	returned = true
-}
-
-// finish checks how a task ended and redelivers its message if a queue
-// would.
-func (s *simulation) finish(t *task, out idem.Outcome, err error, returned bool, r any) {
-	s.finished++
-	ks := t.d.ks
-	if t.try != nil { // it died in its handler: the try ends now
-		s.endTry(t)
-	}
-	if r != nil && r != errCrash {
-		s.violate(Outcome, ks, "call %d panicked: %v\n%s", t.id, r, debug.Stack())
-	}
-	if t.ended == wakeHalt {
+	s.finished += len(t.calls)
+	if t.ended == 0 || t.ended == wakeHalt {
 		return
 	}
-	c := outCrash
-	switch {
-	case returned:
-		c = s.checkOutcome(t, out, err)
-	case t.ended == wakeKill:
+	if t.ended == wakeKill {
 		s.stats.Kills++
-	default:
+	} else {
 		s.stats.Crashes++
 	}
-	s.stats.count(c, out)
-	s.hist(ks, t, hEnd, core.Record{}, err)
-	ks.note(classNames[c])
-	s.mix(uint64(c), uint64(out.Attempts))
-	s.redeliver(t.d, c)
+	if t.sv.Batch != 0 {
+		s.batchCrashed(t)
+		return
+	}
+	c := t.calls[0]
+	s.hist(c, hEnd, core.Record{}, nil)
+	c.ks.note(classNames[outCrash])
+	s.redeliver(c.d, outCrash)
+}
+
+// finishCall checks how a Do call that returned ended, and redelivers its
+// message if a queue would.
+func (s *simulation) finishCall(c *call, out idem.Outcome, err error) {
+	cl := s.checkOutcome(c, out, err)
+	s.stats.count(cl, out)
+	s.hist(c, hEnd, core.Record{}, err)
+	c.ks.note(classNames[cl])
+	s.mix(uint64(cl), uint64(out.Attempts))
+	s.redeliver(c.d, cl)
 }
 
 // redeliver delivers d again later unless its call ended for good.
 func (s *simulation) redeliver(d *delivery, c outClass) {
-	switch c {
-	case outSuccess, outReplay, outPermanent, outKeyReused, outExhausted:
-		return
-	}
-	if d.gen >= d.sv.Redeliveries || s.halted() {
+	if done(c) || d.gen >= d.sv.Redeliveries || s.halted() {
 		return
 	}
 	s.stats.Redeliveries++
@@ -210,50 +271,27 @@ func (s *simulation) redeliver(d *delivery, c outClass) {
 	s.after(s.between(d.sv.RedeliverMin, d.sv.RedeliverMax), func() { s.spawn(&next) })
 }
 
-// handle is the simulated handler: one try of a drawn duration and outcome.
-// It heeds its context (when the context ends first, it stops then and
-// returns the context's error) unless it overruns.
-func (t *task) handle(ctx context.Context) ([]byte, error) {
-	s, sv := t.s, t.d.sv
-	t.yield(0) // a crash here is a crash before the handler
-	tr := s.startTry(t)
-	id, overrun := tr.id, s.chance(sv.Overrun)
-	end := s.now + s.between(sv.HandlerMin, sv.HandlerMax)
-	tr.heedEnd = s.now + sv.HandlerMax
-	if t.cancelAt >= 0 && t.cancelAt < end {
-		end = t.cancelAt
+// done reports whether a call that ended so needs no redelivery.
+func done(c outClass) bool {
+	switch c {
+	case outSuccess, outReplay, outPermanent, outKeyReused, outExhausted:
+		return true
 	}
-	if t.cancelAt >= 0 && t.cancelAt < tr.heedEnd {
-		tr.heedEnd = t.cancelAt
+	return false
+}
+
+// yield parks the task's thread for d, with a crash drawn for this point.
+func (t *task) yield(d time.Duration) { t.wait(d, false) }
+
+// wait parks the task's thread for d, with a crash drawn for this point, at
+// a random instant of the wait; a kill replaces the wake-up if the deadline
+// comes first. intr lets an interrupt end the wait early: wait then reports
+// true.
+func (t *task) wait(d time.Duration, intr bool) bool {
+	s := t.s
+	at, kind := s.now+max(d, 0), wakeRun
+	if s.chance(s.cfg.Faults.Crash) {
+		at, kind = s.now+time.Duration(s.rng.Float64()*float64(max(d, 0))), wakeCrash
 	}
-	if overrun {
-		tr.overrun, end = true, s.now+s.between(sv.OverrunMin, sv.OverrunMax)
-	}
-	if err := t.stepAt(ctx, sv, 0); err != nil {
-		return nil, err
-	}
-	t.yieldUntil(end)
-	if err := ctx.Err(); err != nil && !overrun {
-		s.endTry(t)
-		t.lastTry = tryCtx
-		return nil, fmt.Errorf("sim: handler stopped: %w", err)
-	}
-	if err := t.stepAt(ctx, sv, 1); err != nil {
-		return nil, err
-	}
-	s.endTry(t)
-	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent)
-	switch {
-	case r < sv.Success:
-		t.lastTry = trySuccess
-		return []byte("r" + strconv.FormatInt(id, 10)), nil
-	case r < sv.Success+sv.Transient:
-		t.lastTry = tryTransient
-		if s.chance(0.2) {
-			return nil, core.MarkTransientAfter(errTransient, s.between(0, 3*time.Second))
-		}
-		return nil, core.MarkTransient(errTransient)
-	}
-	t.lastTry = tryPermanent
-	return nil, errPermanent
+	return t.main.park(at, kind, intr, nil) == wakeInterrupt
 }

@@ -98,6 +98,39 @@
 //     wrapper's RecordStep; a step's function never runs in a record
 //     lifetime once the store accepted that step. A step whose function ran
 //     but whose write was never applied may run again, as documented.
+//  9. StepResult: a step that idem.Step skips returns the result recorded in
+//     its record lifetime; a reservation that starts a lifetime (over no
+//     record, an expired one, or a released one) carries no step.
+//  10. StepLiveness: a step is refused for lack of time only when the lease
+//     the runner holds (its last renewal) leaves none.
+//  11. HandlerContext: no handler's context is live once another execution
+//     of its key has started (renewal must cancel it before its lease ends).
+//  12. Staged: a try's staged writes land if and only if its success is
+//     recorded, and once; a commit refused by a staged write's own condition
+//     lands none.
+//  13. ReplayExact: a result returned, new or replayed (from the store, the
+//     blob store or a runner's cache), is byte for byte the one recorded, or
+//     the call fails with a typed error; a result is omitted only where the
+//     store cannot keep it (Config.OmitAbove).
+//  14. Release: a record an operator released is never brought back by a late
+//     write, and a cache replays a released success for at most its TTL.
+//  15. Batch: a batch wrapper reports exactly the records that did not
+//     succeed, and an ordered lane runs no record after its first that did
+//     not.
+//
+// # Capabilities
+//
+// Services turn on, alone or together, the runner's and the store's
+// capabilities: lease renewal (WithLeaseRenewal; the renewal goroutine's
+// calls are scheduled and faulted like the handler's), bounded waits and
+// in-process coalescing (WithWait), the local cache (WithCache), steps
+// (idem.Step), staged writes (idem.Stage; Config.Stager), large results
+// (Config.NewStoreBlob: a blob store faulted like the store), fingerprint
+// selection, the batch wrappers, and the one-write Acquire or Reserve
+// (Service.ReserveOnly). Faults.Release adds an operator that releases
+// records; Faults.Downgrade rewrites failures and steps in the store's
+// previous encoding (PreviousEncoding). Config.Draw adds services whose
+// options and capabilities are drawn from the seed (Drawn).
 //
 // # Replay
 //

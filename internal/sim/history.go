@@ -90,13 +90,20 @@ const (
 	hSleep
 	hEnd
 	hStep
+	hRenewAccepted
+	hRenewRefused
+	hLeaseLost
+	hReleased
+	hDowngraded
 )
 
 var histNames = [...]string{
 	hDeliver: "delivered", hReserveAccepted: "reserve accepted", hReserveRefused: "reserve refused",
 	hCompleteAccepted: "complete accepted", hCompleteRefused: "complete refused",
 	hTryStart: "handler try starts", hTryEnd: "handler try ends", hSleep: "sleeps", hEnd: "call ends",
-	hStep: "step accepted",
+	hStep: "step accepted", hRenewAccepted: "renewal accepted", hRenewRefused: "renewal refused",
+	hLeaseLost: "lease lost: handler's context cancelled", hReleased: "released by an operator",
+	hDowngraded: "rewritten in the previous encoding",
 }
 
 var classNames = [...]string{
@@ -116,6 +123,7 @@ type histEvent struct {
 	tok      string
 	status   core.Status
 	attempts int
+	steps    string
 	lease    time.Time
 	expires  time.Time
 	err      error
@@ -128,12 +136,22 @@ type histRing struct {
 	n   int
 }
 
-func (s *simulation) hist(ks *keyState, t *task, k histKind, rec core.Record, err error) {
-	s.mix(uint64(k), uint64(t.id))
-	ks.hist.buf[ks.hist.n%len(ks.hist.buf)] = histEvent{
-		at: s.now, kind: k, call: t.id, sandbox: t.sb.name, skew: t.sb.skew,
-		tok: rec.LeaseToken, status: rec.Status, attempts: rec.Attempts, lease: rec.LeaseUntil, expires: rec.ExpiresAt, err: err,
+// hist adds an event of call c (nil: the operator's) to its key's history.
+func (s *simulation) hist(c *call, k histKind, rec core.Record, err error) {
+	s.histKey(c.ks, c, k, rec, err)
+}
+
+func (s *simulation) histKey(ks *keyState, c *call, k histKind, rec core.Record, err error) {
+	e := histEvent{at: s.now, kind: k, sandbox: "operator",
+		tok: rec.LeaseToken, status: rec.Status, attempts: rec.Attempts, lease: rec.LeaseUntil, expires: rec.ExpiresAt, err: err}
+	if len(rec.Steps) > 0 {
+		e.steps = stepNames(rec.Steps)
 	}
+	if c != nil {
+		e.call, e.sandbox, e.skew = c.d.id, c.t.sb.name, c.t.sb.skew
+	}
+	s.mix(uint64(k), uint64(e.call))
+	ks.hist.buf[ks.hist.n%len(ks.hist.buf)] = e
 	ks.hist.n++
 }
 
@@ -158,13 +176,17 @@ func (h *histRing) lines() []string {
 
 func (e histEvent) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-16s call %-6d %s(skew %+v)  %s", fmtRel(e.at), e.call, e.sandbox, e.skew.Round(time.Millisecond), histNames[e.kind])
+	fmt.Fprintf(&b, "%-16s delivery %-6d %s(skew %+v)  %s", fmtRel(e.at), e.call, e.sandbox, e.skew.Round(time.Millisecond), histNames[e.kind])
 	if e.tok != "" {
 		fmt.Fprintf(&b, " [%s token=%s attempts=%d", e.status, e.tok, e.attempts)
 		if !e.lease.IsZero() {
 			fmt.Fprintf(&b, " lease_until=%s", fmtRel(e.lease.Sub(epoch)))
 		}
-		fmt.Fprintf(&b, " expires=%s]", fmtRel(e.expires.Sub(epoch)))
+		fmt.Fprintf(&b, " expires=%s", fmtRel(e.expires.Sub(epoch)))
+		if e.steps != "" {
+			fmt.Fprintf(&b, " steps=%s", e.steps)
+		}
+		b.WriteString("]")
 	}
 	if e.note != "" {
 		b.WriteString(" " + e.note)

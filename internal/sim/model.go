@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -15,11 +14,11 @@ type Invariant int
 
 const (
 	// OneSuccess: at most one success is recorded per key while an earlier
-	// success is retained.
+	// success is retained (and not released).
 	OneSuccess Invariant = iota + 1
 	// Fencing: the store accepts a reservation only as its contract allows
-	// (never over a live lease, whatever the retention) and a completion
-	// only from the holder of the current lease.
+	// (never over a live lease, whatever the retention), and a completion,
+	// a renewal or a step only from the holder of the current lease.
 	Fencing
 	// NoOverlap: no two handler tries of a key run at the same time.
 	NoOverlap
@@ -30,8 +29,9 @@ const (
 	// exceed its maximum attempts.
 	Attempts
 	// StoreContract: a write retried after its answer was lost is
-	// recognised, a legal completion is accepted, and a completion of a
-	// record past its retention is refused.
+	// recognised, a legal write is accepted, a completion of a record past
+	// its retention is refused, and every answer is the one the contract's
+	// rule (core) gives.
 	StoreContract
 	// Cancellation: a cancelled context is never stored as a permanent
 	// failure.
@@ -39,12 +39,39 @@ const (
 	// StepOnce: a step's function (idem.Step) never runs again in a record
 	// lifetime once the store accepted the step.
 	StepOnce
+	// StepResult: a step that idem.Step skips returns the result recorded
+	// in its record lifetime; a fresh lifetime carries no step.
+	StepResult
+	// StepLiveness: a step is refused for lack of time only when the lease
+	// the runner holds (the last renewal it received) leaves none.
+	StepLiveness
+	// HandlerContext: no handler's context is live once another execution
+	// of its key has started.
+	HandlerContext
+	// Staged: a try's staged writes land if and only if its success does,
+	// and once.
+	Staged
+	// ReplayExact: a result returned (new or replayed) is byte for byte
+	// the one recorded, or the call fails with a typed error; a result is
+	// omitted only where the store cannot keep it.
+	ReplayExact
+	// Release: a record released by an operator is never brought back by a
+	// late write, and a cache replays a released success for at most its
+	// TTL.
+	Release
+	// Batch: a batch wrapper reports exactly the records that did not
+	// succeed, and an ordered lane runs no record after its first that did
+	// not.
+	Batch
 )
 
 var invariantNames = map[Invariant]string{
 	OneSuccess: "one success per key", Fencing: "fencing", NoOverlap: "no overlapping executions",
 	Outcome: "documented outcome", Attempts: "attempt bound", StoreContract: "store contract",
 	Cancellation: "cancellation is no verdict", StepOnce: "a completed step runs once",
+	StepResult: "a skipped step returns its lifetime's result", StepLiveness: "a step is refused only without time",
+	HandlerContext: "no live context beside another execution", Staged: "staged writes land with their success",
+	ReplayExact: "replays are exact", Release: "a release is final", Batch: "batch reports and lanes",
 }
 
 // String returns the invariant's number and name.
@@ -52,72 +79,76 @@ func (i Invariant) String() string {
 	return fmt.Sprintf("invariant %d (%s)", int(i), invariantNames[i])
 }
 
-// try is one execution of a handler.
-type try struct {
-	id      int64
-	task    *task
-	start   time.Duration
-	overrun bool          // it ignores its context and may outlive any lease
-	heedEnd time.Duration // when it would have ended had it heeded its context
-}
-
-// tryClass is what a handler try returned.
-type tryClass uint8
-
-const (
-	tryNone tryClass = iota
-	trySuccess
-	tryTransient
-	tryPermanent
-	tryCtx // the context was done: the handler returned its error
-)
-
 // keyState is the shadow model of one key: the record the store must hold,
 // and what happened to the key so far.
 type keyState struct {
-	key  string
+	key  string // the key as stored
+	name string // the event's identity in payloads and the history
+	hash string // idem.HashKey(key)
 	sv   *service
 	cur  core.Record // the store's record, if has
 	has  bool
 	open []*try // tries running now
 
-	lifeStart time.Duration // when the current record lifetime began
-	lifeTries int           // handler tries in it
+	lifeStart time.Duration     // when the current record lifetime began
+	lifeTries int               // handler tries in it
+	steps     map[string]string // steps the store accepted in it, with their results
 
 	lastSuccess     core.Record // the last success the store accepted
 	hasSuccess      bool
-	permanent       bool            // a permanent failure was ever recorded
-	variantReserved [2]bool         // payload variants that ever held the key
-	stepsDone       map[string]bool // steps the store accepted in the current lifetime
+	permanent       bool    // a permanent failure was ever recorded
+	omittable       bool    // a success too large for the store to keep was recorded
+	variantReserved [2]bool // payload variants that ever held the key
+	released        []released
+	releasedToken   string // the lease token of the record last released
 
 	hist histRing
 }
 
-func (s *simulation) keyState(key string, sv *service) *keyState {
+// released is a success an operator released at (simulated time).
+type released struct {
+	at     time.Duration
+	result string // resultKey
+}
+
+func (s *simulation) keyState(name string, sv *service) *keyState {
+	key := sv.storedKey(name)
 	ks := s.keys[key]
 	if ks == nil {
-		ks = &keyState{key: key, sv: sv}
+		ks = &keyState{key: key, name: name, hash: idem.HashKey(key), sv: sv}
 		s.keys[key] = ks
 	}
 	return ks
 }
 
+// newLifetime starts a record lifetime of ks: no step, no try yet.
+func (s *simulation) newLifetime(ks *keyState) {
+	ks.lifeStart, ks.lifeTries, ks.steps = s.now, 0, nil
+}
+
 // afterReserve checks a reservation's answer from the inner store against
 // the shadow model and updates the model.
-func (s *simulation) afterReserve(t *task, rec core.Record, prev *core.Record, now time.Time, err error) {
-	ks := t.d.ks
+func (s *simulation) afterReserve(c *call, rec core.Record, prev *core.Record, now time.Time, err error) {
+	ks := c.ks
 	if err != nil {
-		s.hist(ks, t, hReserveRefused, rec, err)
-		s.checkRefusedReserve(t, ks, rec, err)
+		s.hist(c, hReserveRefused, rec, err)
+		s.checkRefusedReserve(c, rec, err)
 		return
 	}
-	s.hist(ks, t, hReserveAccepted, rec, nil)
-	if ks.has && ks.cur.Status == core.StatusInProgress && ks.cur.LeaseToken == rec.LeaseToken && ks.cur.Attempts == rec.Attempts {
+	s.hist(c, hReserveAccepted, rec, nil)
+	if ks.has && core.SameWrite(ks.cur, rec) && ks.cur.Status == core.StatusInProgress {
 		return // the identical retry of an applied reservation
 	}
+	r := s.cfg.StoreResolution
 	fresh := !ks.has || ks.cur.Expired(now)
-	allowed := fresh || prev != nil && ks.cur.LeaseToken == prev.LeaseToken && ks.cur.Status == prev.Status && len(ks.cur.Steps) == len(prev.Steps) &&
-		(ks.cur.Status == core.StatusInProgress && ks.cur.LeaseExpired(now) || ks.cur.Status == core.StatusFailed && ks.cur.Retryable)
+	replaced := prev != nil && ks.has && (core.Replaceable(ks.cur, prev, now) || core.Replaceable(ks.cur, prev, now.Add(-r)))
+	if fresh && replaced && !ks.cur.Expired(now.Add(-r)) {
+		// Within the store's resolution of the record's end, which the
+		// store may round up: it may have replaced prev, not an expired
+		// record.
+		fresh = false
+	}
+	allowed := fresh || replaced
 	switch {
 	case !allowed:
 		s.violate(Fencing, ks, "the store accepted reservation %s (prev %s) at %s over live record %s, which the contract forbids",
@@ -125,12 +156,14 @@ func (s *simulation) afterReserve(t *task, rec core.Record, prev *core.Record, n
 	case ks.has && ks.cur.Status == core.StatusInProgress && !ks.cur.LeaseExpired(now):
 		s.violate(Fencing, ks, "the store accepted reservation %s at %s over in-progress record %s whose lease is live until %s: "+
 			"the record counted as absent because its retention ended before its lease", rec, s.fmtAbs(now), ks.cur, s.fmtAbs(ks.cur.LeaseUntil))
+	case fresh && len(rec.Steps) > 0:
+		s.violate(StepResult, ks, "the runner reserved %s, a fresh record lifetime, with steps %s", rec, stepNames(rec.Steps))
 	}
 	if fresh {
-		ks.lifeStart, ks.lifeTries, ks.stepsDone = s.now, 0, nil
+		s.newLifetime(ks)
 	}
 	ks.cur, ks.has = rec, true
-	ks.variantReserved[t.d.variant] = true
+	ks.variantReserved[c.d.variant] = true
 }
 
 func prevString(prev *core.Record) string {
@@ -142,9 +175,9 @@ func prevString(prev *core.Record) string {
 
 // checkRefusedReserve checks a refusal: a conflict must report the stored
 // record, and an identical retry of an applied reservation must succeed.
-func (s *simulation) checkRefusedReserve(_ *task, ks *keyState, rec core.Record, err error) {
-	identical := ks.has && ks.cur.Status == core.StatusInProgress && ks.cur.LeaseToken == rec.LeaseToken && ks.cur.Attempts == rec.Attempts
-	if identical {
+func (s *simulation) checkRefusedReserve(c *call, rec core.Record, err error) {
+	ks := c.ks
+	if ks.has && ks.cur.Status == core.StatusInProgress && core.SameWrite(ks.cur, rec) {
 		s.violate(StoreContract, ks, "the store refused the identical retry of applied reservation %s: %v", rec, err)
 		return
 	}
@@ -161,18 +194,18 @@ func (s *simulation) curString(ks *keyState) string {
 	return ks.cur.String()
 }
 
-// afterComplete checks a completion's answer from the inner store against
-// the shadow model and updates the model.
-func (s *simulation) afterComplete(t *task, rec core.Record, err error) {
-	ks := t.d.ks
-	identical := ks.has && ks.cur.Status == rec.Status && ks.cur.LeaseToken == rec.LeaseToken && ks.cur.Attempts == rec.Attempts
+// afterComplete checks a completion's answer from the inner store (got,
+// the record as stored) against the shadow model and updates the model.
+func (s *simulation) afterComplete(c *call, rec, got core.Record, err error) {
+	ks := c.ks
+	identical := ks.has && core.SameWrite(ks.cur, rec)
 	holder := ks.has && ks.cur.Status == core.StatusInProgress && ks.cur.LeaseToken == rec.LeaseToken
 	retained := holder && !ks.cur.Expired(rec.UpdatedAt)
 	// Past retention by more than the store's rounding (core's Expired
 	// decides what counts, a live lease included).
 	pastRetention := holder && ks.cur.Expired(rec.UpdatedAt.Add(-s.cfg.StoreResolution))
 	if err != nil {
-		s.hist(ks, t, hCompleteRefused, rec, err)
+		s.hist(c, hCompleteRefused, rec, err)
 		if !holder && !identical && errors.Is(err, idem.ErrLeaseLost) {
 			s.stats.StaleRefused++
 		}
@@ -184,23 +217,27 @@ func (s *simulation) afterComplete(t *task, rec core.Record, err error) {
 		}
 		return
 	}
-	s.hist(ks, t, hCompleteAccepted, rec, nil)
+	s.hist(c, hCompleteAccepted, rec, nil)
 	if identical {
 		return
 	}
 	switch {
 	case !holder:
-		s.violate(Fencing, ks, "the store accepted completion %s from a stale holder: it holds %s", rec, s.curString(ks))
+		s.violate(ks.fencing(rec.LeaseToken), ks, "the store accepted completion %s from a stale holder: it holds %s", rec, s.curString(ks))
 	case pastRetention:
 		s.violate(StoreContract, ks, "the store accepted completion %s written at %s of in-progress record %s, past its retention (%s)",
 			rec, s.fmtAbs(rec.UpdatedAt), ks.cur, s.fmtAbs(ks.cur.ExpiresAt))
 	}
-	s.recordOutcome(t, ks, rec)
+	s.recordOutcome(c, ks, rec, got)
 	ks.cur, ks.has = rec, true
+	if rec.Status == core.StatusFailed {
+		s.maybeDowngrade(c)
+	}
 }
 
-// recordOutcome checks an accepted outcome against invariants 1 and 7.
-func (s *simulation) recordOutcome(t *task, ks *keyState, rec core.Record) {
+// recordOutcome checks an accepted outcome against OneSuccess, ReplayExact
+// and Cancellation, and records it.
+func (s *simulation) recordOutcome(c *call, ks *keyState, rec, got core.Record) {
 	switch {
 	case rec.Status == core.StatusSucceeded:
 		margin := ks.sv.leaseMargin() / 2
@@ -208,134 +245,48 @@ func (s *simulation) recordOutcome(t *task, ks *keyState, rec core.Record) {
 			s.violate(OneSuccess, ks, "success %s recorded in a lifetime that began at %s, while success %s was retained until %s",
 				rec, s.fmtRel(ks.lifeStart), ks.lastSuccess, s.fmtAbs(ks.lastSuccess.ExpiresAt))
 		}
+		s.checkStored(c, rec, got)
+		s.countLarge(rec)
 		ks.lastSuccess, ks.hasSuccess = rec, true
-		s.results[string(rec.Result)] = resultInfo{key: ks.key, variant: t.d.variant}
-		t.success = rec.Result
+		ks.omittable = ks.omittable || s.mayOmit(len(rec.Result))
+		key := resultKey(rec.Result)
+		s.results[key] = resultInfo{key: ks.key, variant: c.d.variant, size: len(rec.Result)}
+		c.success = key
 	case rec.Status == core.StatusFailed && !rec.Retryable:
 		ks.permanent = true
-		if t.lastTry == tryCtx {
+		if c.lastTry == tryCtx {
 			s.violate(Cancellation, ks, "permanent failure %s (%q) recorded for a try that returned its context's error (%v)",
-				rec, rec.Error, t.cancelErr)
+				rec, rec.Error, c.t.cancelErr)
+		}
+	default: // a retryable failure keeps the steps the runner knows of
+		for _, st := range rec.Steps {
+			ks.stepDone(st)
 		}
 	}
 }
 
-// startTry registers a handler try and checks invariants 3 and 5.
-// A try that overran past the end a heeding try would have had is no longer
-// a lease holder: a try may start beside it.
-func (s *simulation) startTry(t *task) *try {
-	ks := t.d.ks
-	s.stats.Tries++
-	s.tryN++
-	tr := &try{id: s.tryN, task: t, start: s.now}
-	for _, o := range ks.open {
-		if o.overrun && s.now > o.heedEnd {
-			s.stats.OverrunOverlaps++
-			continue
-		}
-		s.violate(NoOverlap, ks, "try %d of delivery %d started while try %d of delivery %d (started at %s, %s ago) is still running; store holds %s",
-			tr.id, t.d.id, o.id, o.task.d.id, s.fmtRel(o.start), s.now-o.start, s.curString(ks))
-	}
-	ks.open = append(ks.open, tr)
-	t.try = tr
-	ks.lifeTries++
-	if maxTries := ks.sv.maxAttempts(); ks.lifeTries > maxTries {
-		s.violate(Attempts, ks, "try %d of delivery %d is execution %d of the key in this record lifetime (begun at %s); max attempts is %d; store holds %s",
-			tr.id, t.d.id, ks.lifeTries, s.fmtRel(ks.lifeStart), maxTries, s.curString(ks))
-	}
-	s.hist(ks, t, hTryStart, core.Record{}, nil)
-	return tr
-}
-
-// endTry closes the task's running try.
-func (s *simulation) endTry(t *task) {
-	tr := t.try
-	if tr == nil {
-		return
-	}
-	ks := t.d.ks
-	for i, o := range ks.open {
-		if o == tr {
-			ks.open = append(ks.open[:i], ks.open[i+1:]...)
-			break
-		}
-	}
-	t.try = nil
-	s.hist(ks, t, hTryEnd, core.Record{}, nil)
-}
-
-// resultInfo is where an accepted success's result came from.
-type resultInfo struct {
-	key     string
-	variant int
-}
-
-// checkOutcome checks the answer of a delivery that was not unwound
-// (invariant 4) and returns its class.
-func (s *simulation) checkOutcome(t *task, out idem.Outcome, err error) outClass {
-	ks := t.d.ks
-	c := classify(err)
-	switch c {
-	case outSuccess:
-		if out.Replayed {
-			c = outReplay
-			if ri, ok := s.results[string(out.Result)]; !ok || ri.key != ks.key || ri.variant != t.d.variant {
-				s.violate(Outcome, ks, "delivery %d (payload %d) replayed result %q, which no accepted success of this key and payload holds", t.d.id, t.d.variant, out.Result)
-			}
-		} else if t.success == nil || string(t.success) != string(out.Result) {
-			s.violate(Outcome, ks, "delivery %d reported new result %q, but the store accepted no such success from it", t.d.id, out.Result)
-		}
-	case outKeyReused:
-		if !ks.variantReserved[1-t.d.variant] {
-			s.violate(Outcome, ks, "delivery %d (payload %d) was refused as key reuse, but no other payload ever held the key", t.d.id, t.d.variant)
-		}
-	case outPermanent:
-		var fe *core.FailureError
-		if errors.As(err, &fe) && fe.Replayed && !ks.permanent {
-			s.violate(Outcome, ks, "delivery %d replayed a permanent failure that was never recorded: %v", t.d.id, err)
-		}
-	case outOther:
-		s.violate(Outcome, ks, "delivery %d ended with an undocumented error: %v", t.d.id, err)
-	}
-	return c
-}
-
-// outClass is how a delivery ended.
-type outClass uint8
-
-const (
-	outCrash outClass = iota
-	outSuccess
-	outReplay
-	outInProgress
-	outKeyReused
-	outPermanent
-	outExhausted
-	outTransient
-	outNotRecorded
-	outStoreError
-	outOther
-)
-
-// classify maps a Do error to its documented class (outOther if none).
-func classify(err error) outClass {
+// checkStored checks the success as the store says it stored it: its
+// result whole, or omitted only where the store cannot keep it.
+func (s *simulation) checkStored(c *call, rec, got core.Record) {
 	switch {
-	case err == nil:
-		return outSuccess
-	case errors.Is(err, idem.ErrOutcomeNotRecorded) || errors.Is(err, idem.ErrLeaseLost):
-		return outNotRecorded
-	case errors.Is(err, core.ErrInProgress):
-		return outInProgress
-	case errors.Is(err, core.ErrKeyReused):
-		return outKeyReused
-	case errors.Is(err, core.ErrRetriesExhausted):
-		return outExhausted
-	case errors.Is(err, idem.ErrTransientFailure):
-		return outTransient
-	case errors.Is(err, core.ErrPermanentFailure):
-		return outPermanent
-	case errors.Is(err, ErrInjected) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return outStoreError
+	case got.ResultOmitted && !s.mayOmit(len(rec.Result)):
+		s.violate(ReplayExact, c.ks, "the store recorded success %s with its result of %d bytes omitted (a store that keeps %s)",
+			rec, len(rec.Result), s.keeps())
+	case !got.ResultOmitted && resultKey(got.Result) != resultKey(rec.Result):
+		s.violate(ReplayExact, c.ks, "the store answered success %s with a result of %d bytes (%s), not the %d bytes written (%s)",
+			rec, len(got.Result), resultKey(got.Result), len(rec.Result), resultKey(rec.Result))
 	}
-	return outOther
+}
+
+// afterGet checks a read against the shadow model: a live record is the
+// one the store holds, and none is found only when the store holds no live
+// record (within the store's rounding of retention ends).
+func (s *simulation) afterGet(c *call, rec core.Record, now time.Time, err error) {
+	ks := c.ks
+	switch {
+	case err == nil && (!ks.has || !core.SameWrite(ks.cur, rec)):
+		s.violate(StoreContract, ks, "a read returned %s, but the store holds %s", rec, s.curString(ks))
+	case errors.Is(err, idem.ErrNotFound) && ks.has && !ks.cur.Expired(now.Add(-s.cfg.StoreResolution)):
+		s.violate(StoreContract, ks, "a read at %s found no record, but the store holds %s", s.fmtAbs(now), ks.cur)
+	}
 }

@@ -9,23 +9,29 @@ import (
 // epoch is simulated time zero. Simulated instants are durations since it.
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// wakeKind is how a blocked task is resumed.
+// never is the instant of a park that no event ends (see actor.park).
+const never time.Duration = -1
+
+// wakeKind is how a parked actor is resumed.
 type wakeKind uint8
 
 const (
-	wakeRun   wakeKind = iota // go on
-	wakeCrash                 // the process dies here
-	wakeKill                  // the deadline passed: the platform kills the process
-	wakeHalt                  // the run stopped: unwind without further checks
+	wakeRun       wakeKind = iota // go on
+	wakeCrash                     // the process dies here
+	wakeKill                      // the deadline passed: the platform kills the process
+	wakeHalt                      // the run stopped: unwind without further checks
+	wakeInterrupt                 // an interruptible park ended early (see simulation.interrupt)
 )
 
-// event is one entry of the queue: a task to resume, or a function to run on
-// the scheduler's goroutine.
+// event is one entry of the queue: an actor to resume (if its park is still
+// the one the event was made for), or a function to run on the scheduler's
+// goroutine.
 type event struct {
 	at   time.Duration // simulated time
 	tie  uint64        // random order among events of the same time
 	seq  uint64        // insertion order, for a total order
-	task *task
+	a    *actor
+	gen  uint64 // the actor's park the event ends
 	kind wakeKind
 	fn   func()
 }
@@ -71,20 +77,22 @@ func (s *simulation) push(ev event) {
 func (s *simulation) after(d time.Duration, fn func()) { s.push(event{at: s.now + d, fn: fn}) }
 
 // loop runs events in order until the queue is empty or the run stops.
-// Exactly one goroutine runs at a time: the scheduler hands control to a
-// task and waits until the task yields or ends.
+// Exactly one goroutine runs at a time: the scheduler hands control to an
+// actor and waits until the actor parks again (or, for a renewal goroutine
+// that ends, says it is about to end).
 func (s *simulation) loop() {
 	for len(s.q) > 0 {
 		ev := heap.Pop(&s.q).(event)
+		if ev.a != nil && ev.gen != ev.a.gen {
+			continue // the park ended otherwise (interrupted, or stopped)
+		}
 		s.now = ev.at
 		s.steps++
 		s.mix(uint64(ev.at), ev.seq)
 		if ev.fn != nil {
 			ev.fn()
 		} else {
-			s.mix(uint64(ev.task.id), uint64(ev.kind))
-			ev.task.wake <- ev.kind
-			<-s.back
+			s.resume(ev.a, ev.kind)
 		}
 		if s.halted() {
 			s.drain()
@@ -93,65 +101,106 @@ func (s *simulation) loop() {
 	}
 }
 
-// drain unwinds every blocked task after the run stopped.
+// resume hands the turn to a and waits until it hands it back.
+func (s *simulation) resume(a *actor, k wakeKind) {
+	s.mix(uint64(a.id), uint64(k))
+	s.cur = a
+	a.wake <- k
+	<-s.back
+}
+
+// drain unwinds every parked task after the run stopped. Renewal goroutines
+// are not woken: each ends when the try it renews unwinds and stops it.
 func (s *simulation) drain() {
 	for len(s.q) > 0 {
 		ev := heap.Pop(&s.q).(event)
-		if ev.task != nil {
-			ev.task.wake <- wakeHalt
-			<-s.back
+		if ev.a == nil || ev.gen != ev.a.gen || ev.a.rn != nil {
+			continue
 		}
+		s.cur = ev.a
+		ev.a.wake <- wakeHalt
+		<-s.back
 	}
 }
 
-// task is one Runner.Do call running in its own goroutine under the
-// scheduler.
-type task struct {
+// actor is a thread of control the scheduler resumes: a task's thread (the
+// goroutine of its Do call, or, one after another, those the batch wrapper
+// runs its records on), or the renewal goroutine of one of its tries (rn).
+type actor struct {
 	s    *simulation
 	id   int64
-	d    *delivery
-	sb   *sandbox
-	ctx  *simCtx
+	t    *task
+	rn   *renewal // nil for a task's thread
 	wake chan wakeKind
-
-	killAt    time.Duration // when the platform kills it; -1: never
-	cancelAt  time.Duration // when its context is done; -1: never
-	cancelErr error         // the context's error from cancelAt on
-
-	try     *try     // the running handler try, if any
-	lastTry tryClass // outcome of its last finished try
-	ended   wakeKind // how it was unwound, if it was
-	success []byte   // result of a success the store accepted for it
+	gen  uint64 // the current park; events made for older ones are stale
+	intr bool   // the current park may be interrupted (simulation.interrupt)
+	// handoff, if not nil, is signalled instead of the scheduler at the
+	// next park: a renewal goroutine's first, made while its task holds
+	// the turn.
+	handoff chan struct{}
 }
 
-// yield blocks the task until now+d. A crash may be drawn for this point, at
-// a random instant of the wait; a kill replaces the wake-up if the deadline
-// comes first. A crashed or killed task unwinds with a panic of errCrash.
-func (t *task) yield(d time.Duration) {
-	s := t.s
-	at, kind := s.now+d, wakeRun
-	if s.chance(s.cfg.Faults.Crash) {
-		at, kind = s.now+time.Duration(s.rng.Float64()*float64(d)), wakeCrash
-	}
-	t.block(at, kind)
+func (s *simulation) newActor(t *task, rn *renewal) *actor {
+	s.actorN++
+	return &actor{s: s, id: s.actorN, t: t, rn: rn, wake: make(chan wakeKind)}
 }
 
-// block blocks the task until at (or its kill, if earlier).
-func (t *task) block(at time.Duration, kind wakeKind) {
-	s := t.s
-	if t.killAt >= 0 && at > t.killAt {
-		at, kind = t.killAt, wakeKill
+// park blocks a until at (never: until stop) and hands the turn back. A
+// task's thread is killed instead if its deadline comes first, and unwinds
+// (a panic of errCrash) when resumed to crash, be killed or halt, or when it
+// parks after its task ended. intr lets simulation.interrupt end the park
+// early. stop, if not nil, ends the park early too: a renewal goroutine's
+// context cancelled by its task, which holds the turn and waits for the
+// goroutine to end. An ended park returns wakeInterrupt.
+func (a *actor) park(at time.Duration, kind wakeKind, intr bool, stop <-chan struct{}) wakeKind {
+	s, t := a.s, a.t
+	if a.rn == nil {
+		if t.ended != 0 {
+			panic(errCrash)
+		}
+		if t.killAt >= 0 && (at == never || at > t.killAt) {
+			at, kind = t.killAt, wakeKill
+		}
 	}
-	s.push(event{at: at, task: t, kind: kind})
-	s.back <- struct{}{}
-	if k := <-t.wake; k != wakeRun {
+	a.gen++
+	a.intr = intr
+	if at != never {
+		s.push(event{at: at, a: a, gen: a.gen, kind: kind})
+	}
+	if h := a.handoff; h != nil {
+		a.handoff = nil
+		h <- struct{}{}
+	} else {
+		s.back <- struct{}{}
+	}
+	var k wakeKind
+	select {
+	case k = <-a.wake:
+	case <-stop:
+		a.gen++
+		k = wakeInterrupt
+	}
+	a.intr = false
+	if a.rn == nil && (k == wakeCrash || k == wakeKill || k == wakeHalt) {
 		t.ended = k
 		panic(errCrash)
 	}
+	return k
+}
+
+// interrupt ends a's park now if it is interruptible: the park returns
+// wakeInterrupt. Called with the turn, while a is parked.
+func (s *simulation) interrupt(a *actor) {
+	if !a.intr {
+		return
+	}
+	a.intr = false
+	a.gen++
+	s.push(event{at: s.now, a: a, gen: a.gen, kind: wakeInterrupt})
 }
 
 // simCtx is a delivery's context: its deadline is in simulated time and it
-// is done from the task's cancelAt on. Only the task's goroutine uses it.
+// is done from the task's cancelAt on. Only the task's goroutines use it.
 type simCtx struct {
 	t           *task
 	deadline    time.Time
@@ -191,16 +240,17 @@ func (c *simCtx) Value(key any) any {
 func taskOf(ctx context.Context) *task {
 	t, ok := ctx.Value(taskKey{}).(*task)
 	if !ok {
-		panic("sim: a store or sleep call outside a simulated delivery")
+		panic("sim: a call outside a simulated delivery")
 	}
 	return t
 }
 
-// simDone reports ctx's error if ctx is the task's own context and it is
-// done. Contexts the runner derives from it (WithoutCancel, then a timeout on
-// the wall clock) are never done in simulated time.
+// simDone reports ctx's error if ctx is the task's own context, or a
+// context that only adds values to it, and it is done. Contexts the runner
+// derives from it with their own cancellation are done when the simulation
+// says so (see call.ctxErr), never by a timer.
 func (t *task) simDone(ctx context.Context) error {
-	if ctx != context.Context(t.ctx) {
+	if ctx.Done() != (<-chan struct{})(t.ctx.done) {
 		return nil
 	}
 	return t.ctx.Err()

@@ -3,18 +3,21 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"regexp"
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/blob"
+	"github.com/idemgo/idem/core"
 )
 
 // Result is the report of a run.
 type Result struct {
 	// Seed is the run's seed.
 	Seed uint64
-	// Deliveries is the number of Runner.Do calls made.
+	// Deliveries is the number of deliveries made.
 	Deliveries int
 	// Steps is the number of scheduler steps.
 	Steps int64
@@ -22,6 +25,8 @@ type Result struct {
 	SimTime time.Duration
 	// Hash digests the run's every step: equal for equal runs.
 	Hash uint64
+	// Services are the run's services, the drawn ones included.
+	Services []Service
 	// Violations holds the first violation of each broken invariant, in
 	// the order found; ViolationCount counts them all.
 	Violations     []Violation
@@ -34,14 +39,16 @@ type Result struct {
 type Stats struct {
 	// Tries counts handler tries.
 	Tries int
-	// Crashes and Kills count calls unwound by a crash or by their deadline.
+	// Crashes and Kills count tasks unwound by a crash or by their deadline.
 	Crashes, Kills int
 	// LostAnswers, Throttles and Timeouts count injected store faults.
 	LostAnswers, Throttles, Timeouts int
 	// Redeliveries counts deliveries scheduled again.
 	Redeliveries int
-	// TakeOvers counts calls that returned with Outcome.TookOver.
-	TakeOvers int
+	// TakeOvers counts calls that returned with Outcome.TookOver; Waited,
+	// those that waited (Outcome.Waited); CacheHits, replays from a
+	// runner's cache.
+	TakeOvers, Waited, CacheHits int
 	// The rest count calls by how they ended: a new success, a replay, in
 	// progress, key reused, a permanent failure (new or replayed), retries
 	// exhausted, a transient failure, the outcome not recorded (or the lease
@@ -55,29 +62,34 @@ type Stats struct {
 	// StepRuns counts runs of step functions (Service.Steps); StepsRecorded,
 	// steps the store accepted.
 	StepRuns, StepsRecorded int
+	// Renewals counts lease renewals the store accepted; LeasesLost, tries
+	// whose renewal goroutine lost the lease and cancelled the handler's
+	// context.
+	Renewals, LeasesLost int
+	// Staged counts tries that staged writes; StagedLanded, those whose
+	// writes landed with their success; StagedRefused, commits refused by
+	// a staged write's own condition.
+	Staged, StagedLanded, StagedRefused int
+	// LargeResults counts large results recorded; BlobFaults, faults
+	// injected into the blob store.
+	LargeResults, BlobFaults int
+	// Releases and Downgrades count the operator's releases and records
+	// rewritten in the previous encoding.
+	Releases, Downgrades int
+	// Batches counts batch invocations; BatchReported, records they
+	// reported for redelivery; Blocked, records an ordered lane did not
+	// start after a failure.
+	Batches, BatchReported, Blocked int
 	// StoreWrites counts the writes that reached the store under test
-	// (Reserve, Acquire, Complete, RecordStep; not those an injected
-	// throttle or timeout stopped); StoreRefusals, those it refused with a
-	// conflict or a lost lease (on DynamoDB, each a failed conditional write,
-	// charged as a write); StoreReads, its Get calls.
+	// (Reserve, Acquire, Complete, RecordStep, RenewLease; not those an
+	// injected throttle or timeout stopped); StoreRefusals, those it
+	// refused with a conflict or a lost lease (on DynamoDB, each a failed
+	// conditional write, charged as a write); StoreReads, its Get calls.
 	StoreWrites, StoreRefusals, StoreReads int
 }
 
-func (st *Stats) count(c outClass, out idem.Outcome) {
-	if out.TookOver {
-		st.TakeOvers++
-	}
-	p := [...]*int{outSuccess: &st.Successes, outReplay: &st.Replays, outInProgress: &st.InProgress,
-		outKeyReused: &st.KeyReused, outPermanent: &st.Permanent, outExhausted: &st.Exhausted,
-		outTransient: &st.Transient, outNotRecorded: &st.NotRecorded, outStoreError: &st.StoreErrors,
-		outOther: &st.Undocumented}
-	if c != outCrash {
-		*p[c]++
-	}
-}
-
-// simulation is the state of one run. Only one goroutine uses it at a time: the
-// scheduler's, or the task it handed control to.
+// simulation is the state of one run. Only one goroutine uses it at a time:
+// the scheduler's, or the actor it handed control to.
 type simulation struct {
 	cfg  Config
 	rng  *rand.Rand
@@ -85,22 +97,29 @@ type simulation struct {
 	q    eventQueue
 	seq  uint64
 	back chan struct{}
+	cur  *actor // the actor holding the turn
 
 	steps int64
 	hash  uint64
 
-	store    *faultStore
-	services []*service
-	keys     map[string]*keyState
-	results  map[string]resultInfo
+	store     *faultStore
+	blobs     *faultBlob
+	services  []*service
+	keys      map[string]*keyState
+	results   map[string]resultInfo
+	followers map[followKey][]parked
 
-	spawned, finished   int
-	taskN, tryN, tokenN int64
-
-	stats       Stats
-	violations  []Violation
-	nViolations int
-	seen        map[Invariant]bool
+	spawned, finished        int
+	taskN, tryN, tokenN      int64
+	actorN, deliveryN, sentN int64
+	stagedMem                *memStager
+	operating                bool // the operator is at work (on the scheduler)
+	stats                    Stats
+	violations               []Violation
+	nViolations              int
+	seen                     map[Invariant]bool
+	logger                   *slog.Logger
+	allServices              []Service
 }
 
 // Run runs the simulation cfg describes and reports it. An error is a bad
@@ -113,12 +132,13 @@ func Run(cfg Config) (Result, error) {
 	for _, sv := range s.services {
 		s.after(s.expGap(sv.ArrivalGap), func() { s.arrive(sv) })
 	}
+	s.startOperator()
 	s.loop()
 	if !s.halted() && s.finished != s.spawned {
-		return Result{}, fmt.Errorf("sim: %d calls started, %d ended", s.spawned, s.finished)
+		return Result{}, fmt.Errorf("sim: %d deliveries started, %d ended", s.spawned, s.finished)
 	}
 	return Result{
-		Seed: cfg.Seed, Deliveries: s.spawned, Steps: s.steps, SimTime: s.now, Hash: s.hash,
+		Seed: cfg.Seed, Deliveries: s.spawned, Steps: s.steps, SimTime: s.now, Hash: s.hash, Services: s.allServices,
 		Violations: s.violations, ViolationCount: s.nViolations, Stats: s.stats,
 	}, nil
 }
@@ -126,30 +146,45 @@ func Run(cfg Config) (Result, error) {
 var serviceName = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
 
 func newSim(cfg Config) (*simulation, error) {
-	if cfg.Deliveries < 1 || len(cfg.Services) == 0 || cfg.NewStore == nil {
+	if cfg.Deliveries < 1 || len(cfg.Services)+cfg.Draw == 0 || (cfg.NewStore == nil && cfg.NewStoreBlob == nil) {
 		return nil, errors.New("sim: a config needs deliveries, services and a store")
 	}
 	s := &simulation{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		back: make(chan struct{}), hash: 14695981039346656037,
 		keys: make(map[string]*keyState), results: make(map[string]resultInfo), seen: make(map[Invariant]bool),
+		followers: make(map[followKey][]parked),
 	}
-	s.store = &faultStore{s: s, inner: cfg.NewStore()}
-	for i := range cfg.Services {
-		sv := &service{Service: cfg.Services[i]}
-		if err := s.addService(sv); err != nil {
+	s.logger = slog.New(logHandler{s})
+	s.store = &faultStore{s: s}
+	if cfg.NewStoreBlob != nil {
+		s.blobs = &faultBlob{s: s, inner: blob.NewMemory()}
+		s.store.inner = cfg.NewStoreBlob(s.blobs)
+	} else {
+		s.store.inner = cfg.NewStore()
+	}
+	if s.cfg.Stager == nil {
+		s.stagedMem = &memStager{s: s, landed: map[string]int{}}
+		s.cfg.Stager = s.stagedMem
+	}
+	services := append(append([]Service(nil), cfg.Services...), s.draw(cfg.Draw)...)
+	for i := range services {
+		if err := s.addService(&service{Service: services[i]}); err != nil {
 			return nil, err
 		}
+		s.allServices = append(s.allServices, services[i])
 	}
 	return s, nil
 }
 
-// service is a Service in a run: its sandboxes and its active keys.
+// service is a Service in a run: its sandboxes, its active keys, and its
+// ordered lanes.
 type service struct {
 	Service
 	sandboxes []*sandbox
 	active    []string
 	nextKey   int
+	lanes     []*lane
 }
 
 func (s *simulation) addService(sv *service) error {
@@ -158,34 +193,81 @@ func (s *simulation) addService(sv *service) error {
 		return fmt.Errorf("sim: service %q is incomplete", sv.Name)
 	}
 	for i := range sv.Sandboxes {
-		sb := &sandbox{s: s, name: fmt.Sprintf("%s/%d", sv.Name, i)}
+		sb := &sandbox{s: s, sv: sv, name: fmt.Sprintf("%s/%d", sv.Name, i)}
 		// Each clock is off by less than half the margin: two clocks
 		// differ by less than the margin, the skew the lease allows.
 		half := sv.leaseMargin() / 2
 		sb.skew = time.Duration((s.rng.Float64()*2 - 1) * 0.99 * float64(half))
-		r, err := idem.New(s.store.runnerStore(), runnerOptions(sv, sb)...)
+		r, err := idem.New(s.store.runnerStore(sv), s.runnerOptions(sv, sb)...)
 		if err != nil {
 			return fmt.Errorf("sim: service %s: %w", sv.Name, err)
 		}
 		sb.runner = r
+		if err := sb.wrap(); err != nil {
+			return fmt.Errorf("sim: service %s: %w", sv.Name, err)
+		}
 		sv.sandboxes = append(sv.sandboxes, sb)
 	}
 	s.services = append(s.services, sv)
 	return nil
 }
 
-// runnerOptions returns the options of a sandbox's runner: the service's
-// own, then the simulation's clock, sleep, randomness and lease tokens.
-func runnerOptions(sv *service, sb *sandbox) []idem.Option {
-	// An in-process retry starts only if the longest simulated try still
-	// fits before min(deadline, lease end - margin).
-	opts := []idem.Option{idem.WithRetryReserve(sv.HandlerMax)}
+// runnerOptions returns the options of a sandbox's runner: those the
+// service's fields make, its own, then the simulation's clock, sleep,
+// randomness, lease tokens, logger and tracer.
+func (s *simulation) runnerOptions(sv *service, sb *sandbox) []idem.Option {
+	reserve := sv.RetryReserve
+	if reserve == 0 {
+		reserve = sv.HandlerMax
+	}
+	opts := []idem.Option{idem.WithRetryReserve(reserve)}
+	if sv.Retention > 0 {
+		opts = append(opts, idem.WithRetention(sv.Retention))
+	}
+	if sv.LeaseMargin > 0 || sv.LeaseWithoutDeadline > 0 {
+		opts = append(opts, idem.WithLease(sv.leaseMargin(), sv.leaseWithoutDeadline()))
+	}
+	if sv.MaxAttempts > 0 {
+		opts = append(opts, idem.WithMaxAttempts(sv.MaxAttempts))
+	}
+	if sv.Retry.Attempts > 0 {
+		opts = append(opts, idem.WithRetry(sv.Retry.Attempts, sv.Retry.Base, sv.Retry.Max))
+	}
+	if sv.CompletionAttempts > 0 {
+		opts = append(opts, idem.WithCompletionAttempts(sv.CompletionAttempts))
+	}
+	opts = append(opts, sv.capabilityOptions()...)
+	opts = append(opts, sv.Options...)
+	return append(opts, idem.WithClock(sb.clock), idem.WithSleep(sb.sleep),
+		idem.WithRand(s.rng.Float64), idem.WithTokens(sb.token), idem.WithLogger(s.logger), idem.WithTracer(tracer{s}))
+}
+
+// capabilityOptions are the options of the service's cache, wait, renewal,
+// memory of keys in progress and fingerprint selection.
+func (sv *Service) capabilityOptions() []idem.Option {
+	var opts []idem.Option
+	if sv.Cache > 0 {
+		opts = append(opts, idem.WithCache(sv.Cache))
+	}
+	if sv.CacheTTL > 0 {
+		opts = append(opts, idem.WithCacheTTL(sv.CacheTTL))
+	}
+	if sv.Wait > 0 {
+		opts = append(opts, idem.WithWait(sv.Wait))
+	}
+	if sv.Renewal > 0 {
+		opts = append(opts, idem.WithLeaseRenewal(sv.Renewal))
+	}
 	if sv.InProgressMemory != 0 {
 		opts = append(opts, idem.WithInProgressMemory(max(sv.InProgressMemory, 0)))
 	}
-	opts = append(opts, sv.Options...)
-	return append(opts, idem.WithClock(sb.clock), idem.WithSleep(sb.sleep),
-		idem.WithRand(sb.s.rng.Float64), idem.WithTokens(sb.token))
+	if sv.InProgressRecheck > 0 {
+		opts = append(opts, idem.WithInProgressRecheck(sv.InProgressRecheck))
+	}
+	if sv.Selection && sv.Batch == 0 {
+		opts = append(opts, idem.WithFingerprintSelection(core.IgnoreFields("sent_at")))
+	}
+	return opts
 }
 
 // mix folds two words into the run's hash (FNV-1a over 64-bit words).

@@ -95,7 +95,9 @@ func runWith(t *testing.T, cfg sim.Config, prefix string) sim.Result {
 // TestSim runs every service at once over one in-memory store, with every
 // fault.
 func TestSim(t *testing.T) {
-	run(t, memConfig(t, 1, 100000, sim.DefaultFaults(), sim.Mixed()...))
+	cfg := memConfig(t, 1, 100000, sim.AllFaults(), sim.Mixed()...)
+	cfg.Draw = 8
+	run(t, cfg)
 }
 
 // TestSimShortRetention: records retained one minute, leases of 15 minutes.
@@ -107,7 +109,6 @@ func TestSimShortRetention(t *testing.T) {
 // crashes and a generous attempt bound, so that only the lease is at stake.
 func TestSimNoDeadline(t *testing.T) {
 	sv := sim.NoDeadlineRetries()
-	sv.Options = append(sv.Options, idem.WithMaxAttempts(1000))
 	sv.MaxAttempts = 1000
 	f := sim.DefaultFaults()
 	f.Crash, f.LostAnswer = 0, 0
@@ -224,13 +225,7 @@ func TestSimCatchesUnfencedStore(t *testing.T) {
 // TestSimDynalite runs every service over the DynamoDB store on the server
 // at AWS_ENDPOINT_URL_DYNAMODB (dynalite under internal/cmd/testenv).
 func TestSimDynalite(t *testing.T) {
-	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
-		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
-	}
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("no DynamoDB endpoint: run `go run ./internal/cmd/testenv -server dynalite -- go test ./internal/sim/...` " +
-			"(or set AWS_ENDPOINT_URL_DYNAMODB to a DynamoDB API), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
-	}
+	dynamoEndpoint(t)
 	store := newDynamoStore(t)
 	cfg := memConfig(t, 10, 2000, sim.DefaultFaults(), sim.Mixed()...)
 	if !raceEnabled && *nFlag == 0 {
@@ -238,6 +233,7 @@ func TestSimDynalite(t *testing.T) {
 	}
 	cfg.NewStore = func() idem.Store { return store }
 	cfg.StoreResolution = time.Second
+	cfg.OmitAbove = ddbstore.MaxItemSize / 2 // without a blob store, large results may not fit
 	runWith(t, cfg, "go run ./internal/cmd/testenv -server dynalite -- ")
 }
 
@@ -266,10 +262,36 @@ func TestSimRedis(t *testing.T) {
 	}
 	cfg.NewStore = func() idem.Store { return store }
 	cfg.StoreResolution = time.Millisecond
+	cfg.OmitAbove = redisstore.DefaultMaxRecordSize / 2 // large results may not fit
 	runWith(t, cfg, "go run ./internal/cmd/testenv -server none -redis -- ")
 }
 
+// dynamoEndpoint fails t when no DynamoDB endpoint is configured, unless
+// IDEM_SKIP_INTEGRATION=1 says to skip it.
+func dynamoEndpoint(t *testing.T) {
+	t.Helper()
+	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
+		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
+	}
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		t.Fatal("no DynamoDB endpoint: run `go run ./internal/cmd/testenv -server dynalite -- go test ./internal/sim/...` " +
+			"(or set AWS_ENDPOINT_URL_DYNAMODB to a DynamoDB API), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
+	}
+}
+
 func newDynamoStore(t *testing.T) *ddbstore.Store {
+	t.Helper()
+	client := newDynamoClient(t)
+	s, err := ddbstore.New(client, newTable(t, client, "idem-sim-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newDynamoClient returns a client of the DynamoDB API the environment
+// names, which does not retry.
+func newDynamoClient(t *testing.T) *dynamodb.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -280,10 +302,18 @@ func newDynamoStore(t *testing.T) *ddbstore.Store {
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
 	}
-	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+}
+
+// newTable creates a table of the store's layout, named prefix and a random
+// suffix, deleted when t ends.
+func newTable(t *testing.T, client *dynamodb.Client, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	table := "idem-sim-" + hex.EncodeToString(b[:])
+	table := prefix + hex.EncodeToString(b[:])
 	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("CreateTable(%s) = %v", table, err)
 	}
@@ -292,9 +322,5 @@ func newDynamoStore(t *testing.T) *ddbstore.Store {
 		defer cancel()
 		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
-	s, err := ddbstore.New(client, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return table
 }

@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -33,13 +32,7 @@ func TestSimSteps(t *testing.T) {
 // TestSimStepsDynalite runs the steps service over the DynamoDB store
 // (dynalite under internal/cmd/testenv).
 func TestSimStepsDynalite(t *testing.T) {
-	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
-		t.Skip("IDEM_SKIP_INTEGRATION=1: DynamoDB integration test skipped")
-	}
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("no DynamoDB endpoint: run `go run ./internal/cmd/testenv -server dynalite -- go test ./internal/sim/...` " +
-			"(or set AWS_ENDPOINT_URL_DYNAMODB to a DynamoDB API), or set IDEM_SKIP_INTEGRATION=1 to skip the integration tests")
-	}
+	dynamoEndpoint(t)
 	store := newDynamoStore(t)
 	cfg := memConfig(t, 12, 2000, sim.DefaultFaults(), sim.Steps())
 	cfg.NewStore = func() idem.Store { return store }

@@ -1,0 +1,145 @@
+package sim_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/blob"
+	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/sim"
+)
+
+// previousDDB is the DynamoDB store able to rewrite a record in its
+// previous encoding (sim.PreviousEncoding): without attempts_carried, which
+// in-progress records and retryable failures did not have before the
+// one-write Acquire.
+type previousDDB struct {
+	*ddbstore.Store
+	client *dynamodb.Client
+}
+
+func (p previousDDB) Downgrade(ctx context.Context, key string) error {
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(p.Table()),
+		Key:                      map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key}},
+		UpdateExpression:         aws.String("REMOVE #carried"),
+		ConditionExpression:      aws.String("attribute_exists(#k)"),
+		ExpressionAttributeNames: map[string]string{"#carried": ddbstore.AttrAttemptsCarried, "#k": ddbstore.DefaultKeyAttribute},
+	})
+	return err
+}
+
+// ddbStager stages Puts of new items into its own table (ddbstore.Stage),
+// each under attribute_not_exists, and for a refused write a
+// ConditionCheck that an absent item exists.
+type ddbStager struct {
+	client *dynamodb.Client
+	table  string
+}
+
+func (d ddbStager) itemKey(id string, i int) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("%s#%d", id, i)}}
+}
+
+func (d ddbStager) Stage(ctx context.Context, id string, n int, refused bool) error {
+	items := make([]types.TransactWriteItem, n)
+	for i := range items {
+		items[i] = types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(d.table), Item: d.itemKey(id, i),
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}}
+	}
+	if refused {
+		items[n-1] = types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: aws.String(d.table), Key: d.itemKey(id, -1),
+			ConditionExpression: aws.String("attribute_exists(pk)"),
+		}}
+	}
+	return ddbstore.Stage(ctx, items...)
+}
+
+func (d ddbStager) Landed(ctx context.Context, id string) (int, error) {
+	n := 0
+	for i := range 2 {
+		out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), Key: d.itemKey(id, i), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return 0, err
+		}
+		if out.Item != nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// TestSimDynamoAll runs every capability together over the DynamoDB store
+// on the server at AWS_ENDPOINT_URL_DYNAMODB (dynalite, which has no
+// transactions and so no staged writes, or moto): the mixed services and
+// services drawn from the seed, with steps, staged writes committed in
+// transactions, large results kept in a faulted blob store, records in the
+// previous encoding, an operator's releases, and every fault.
+func TestSimDynamoAll(t *testing.T) {
+	dynamoEndpoint(t)
+	store, client := newDynamoStore(t), newDynamoClient(t)
+	staging := sim.Staging()
+	cfg := memConfig(t, 14, 4000, sim.AllFaults(), sim.Steps(), staging, sim.Renewing(), sim.Waiting())
+	if transactions(t, client) {
+		cfg.Stager = ddbStager{client: client, table: newTable(t, client, "idem-sim-staged-")}
+	} else {
+		t.Logf("%s has no TransactWriteItems: no staged writes", os.Getenv("IDEM_DDB_SERVER"))
+		cfg.Services[1].Stage = 0
+	}
+	cfg.Draw = 6
+	cfg.Faults.Downgrade = 0.5
+	if !raceEnabled && *nFlag == 0 {
+		cfg.Deliveries = 4000
+	}
+	cfg.NewStore = nil
+	cfg.NewStoreBlob = func(b blob.Store) idem.Store {
+		s, err := ddbstore.New(client, store.Table(), ddbstore.WithLargeResults(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return previousDDB{Store: s, client: client}
+	}
+	cfg.StoreResolution = time.Second
+	res := runWith(t, cfg, "go run ./internal/cmd/testenv -server "+cmp.Or(os.Getenv("IDEM_DDB_SERVER"), "dynalite")+" -- ")
+	st := res.Stats
+	if cfg.Stager != nil && st.StagedLanded == 0 {
+		t.Errorf("stats %+v: no staged write landed", st)
+	}
+	if st.StepsRecorded == 0 || st.Renewals == 0 || st.Downgrades == 0 || st.Releases == 0 {
+		t.Errorf("stats %+v: the run does not exercise steps, staged writes, renewals, the previous encoding and releases", st)
+	}
+}
+
+// transactions reports whether the server answers TransactWriteItems
+// (dynalite does not: UnknownOperationException).
+func transactions(t *testing.T, client *dynamodb.Client) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	table := newTable(t, client, "idem-sim-probe-")
+	_, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: &types.Put{
+		TableName: aws.String(table), Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "probe"}},
+	}}}})
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "UnknownOperationException" {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("TransactWriteItems = %v", err)
+	}
+	return true
+}

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+)
+
+// The operator: now and then it releases a record (idem.Releaser), as the
+// idem command's release does: it reads the record and releases it unless
+// its lease is live. It runs on the scheduler, between two legs of the
+// runners' calls, with no faults. Records in the previous encoding are
+// made when a failure is recorded (Faults.Downgrade).
+
+// startOperator schedules the operator's first release, if the run has
+// releases and the store can release.
+func (s *simulation) startOperator() {
+	if _, ok := s.store.inner.(idem.Releaser); !ok || s.cfg.Faults.Release <= 0 {
+		return
+	}
+	s.after(s.expGap(s.cfg.Faults.Release), s.operate)
+}
+
+// operate releases the record of one active key, if it may, and schedules
+// the next release while deliveries remain.
+func (s *simulation) operate() {
+	if s.spawned >= s.cfg.Deliveries {
+		return
+	}
+	defer s.after(s.expGap(s.cfg.Faults.Release), s.operate)
+	sv := s.services[s.rng.IntN(len(s.services))]
+	if len(sv.active) == 0 {
+		return
+	}
+	ks := s.keys[sv.storedKey(sv.active[s.rng.IntN(len(sv.active))])]
+	if ks == nil {
+		return
+	}
+	s.operating = true
+	defer func() { s.operating = false }()
+	now := epoch.Add(s.now)
+	ctx, cancel := innerCtx()
+	defer cancel()
+	rec, err := s.store.inner.Get(ctx, ks.key, now)
+	if err != nil || rec.Status == core.StatusInProgress && !rec.LeaseExpired(now) {
+		return
+	}
+	if err := s.store.inner.(idem.Releaser).Release(ctx, rec); err == nil {
+		s.released(ks, rec)
+	}
+}
+
+// released updates the shadow model with a release of rec: the key has no
+// record; a released success no longer counts as retained, and may be
+// replayed from a cache only within the cache's TTL.
+func (s *simulation) released(ks *keyState, rec core.Record) {
+	s.stats.Releases++
+	if !ks.has || !core.SameWrite(ks.cur, rec) {
+		s.violate(StoreContract, ks, "an operator released %s, but the store held %s", rec, s.curString(ks))
+	}
+	if rec.Status == core.StatusSucceeded {
+		ks.released = append(ks.released, released{at: s.now, result: resultKey(rec.Result)})
+		ks.hasSuccess = false
+	}
+	ks.has, ks.releasedToken = false, rec.LeaseToken
+	s.histKey(ks, nil, hReleased, rec, nil)
+}
+
+// fencing is the invariant a write accepted from a stale holder breaks:
+// Release when the holder's record was released, else Fencing.
+func (ks *keyState) fencing(token string) Invariant {
+	if !ks.has && token != "" && token == ks.releasedToken {
+		return Release
+	}
+	return Fencing
+}
+
+// maybeDowngrade rewrites, now and then, the failure or the step just
+// recorded for ks in the store's previous encoding, if the store can: as
+// a process of the previous version would have written it.
+func (s *simulation) maybeDowngrade(c *call) {
+	pe, ok := s.store.inner.(PreviousEncoding)
+	if !ok || !s.chance(s.cfg.Faults.Downgrade) {
+		return
+	}
+	ctx, cancel := innerCtx()
+	defer cancel()
+	if err := pe.Downgrade(ctx, c.ks.key); err != nil {
+		s.violate(StoreContract, c.ks, "the store could not rewrite %s in its previous encoding: %v", c.ks.cur, err)
+		return
+	}
+	s.stats.Downgrades++
+	s.hist(c, hDowngraded, c.ks.cur, nil)
+}
