@@ -250,7 +250,7 @@ func TestCallsPerStepPath(t *testing.T) {
 		t.Errorf("the takeover ran %v, want d only", runs)
 	}
 	tries := 0
-	check("retry in the call, 1 step kept", want{1 + 1 + 1 + 1, 1 + 1, 0, 0}, func() {
+	check("retry in the call, 1 step kept", want{1 + 1 + 1 + 1, 1 + 1, 0, 1}, func() {
 		mustDo(t, ctx, r, "calls:steps:3", func(ctx context.Context) ([]byte, error) {
 			if _, err := idem.Step(ctx, "a", func(context.Context) ([]byte, error) { return []byte("a"), nil }); err != nil {
 				return nil, err
