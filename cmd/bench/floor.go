@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
@@ -27,10 +29,11 @@ const (
 	pathIdemFast = "idem_fast_client"
 	pathSDK      = "sdk"
 	pathSDKFast  = "sdk_fast_client"
+	pathSDKBuilt = "sdk_built_per_call"
 	pathRaw      = "raw_signed_http"
 )
 
-var floorPaths = []string{pathIdem, pathIdemFast, pathSDK, pathSDKFast, pathRaw}
+var floorPaths = []string{pathIdem, pathIdemFast, pathSDK, pathSDKFast, pathSDKBuilt, pathRaw}
 
 // floorNotes say what each path sends, for the JSON output.
 var floorNotes = map[string]string{
@@ -38,6 +41,7 @@ var floorNotes = map[string]string{
 	pathIdemFast: "the same with the client built with ddbstore.FastClientOptions()",
 	pathSDK:      "the requests idem makes for a first execution (captured), sent with the workload's SDK client",
 	pathSDKFast:  "the same requests through a client built with ddbstore.FastClientOptions()",
+	pathSDKBuilt: "the same requests on the workload's SDK client, each input (item, names, values) built anew per call, as a caller writing the calls by hand does",
 	pathRaw:      "the same requests as raw signed HTTP: JSON built by hand, aws/signer/v4, net/http",
 }
 
@@ -112,6 +116,43 @@ func sendSDK(ctx context.Context, client *dynamodb.Client, reqs []any) error {
 		}
 	}
 	return nil
+}
+
+// builtAnew returns a copy of a captured input with maps and attribute
+// values of its own: the input a caller building it per call would send.
+func builtAnew(in any) any {
+	switch in := in.(type) {
+	case *dynamodb.PutItemInput:
+		c := *in
+		c.Item, c.ExpressionAttributeNames, c.ExpressionAttributeValues = cloneValues(in.Item), maps.Clone(in.ExpressionAttributeNames), cloneValues(in.ExpressionAttributeValues)
+		return &c
+	case *dynamodb.UpdateItemInput:
+		c := *in
+		c.Key, c.ExpressionAttributeNames, c.ExpressionAttributeValues = cloneValues(in.Key), maps.Clone(in.ExpressionAttributeNames), cloneValues(in.ExpressionAttributeValues)
+		return &c
+	}
+	return in
+}
+
+// cloneValues copies item with attribute values of its own (of the kinds
+// the store writes; others shared).
+func cloneValues(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(item))
+	for k, v := range item {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			out[k] = &types.AttributeValueMemberS{Value: v.Value}
+		case *types.AttributeValueMemberN:
+			out[k] = &types.AttributeValueMemberN{Value: v.Value}
+		case *types.AttributeValueMemberB:
+			out[k] = &types.AttributeValueMemberB{Value: v.Value}
+		case *types.AttributeValueMemberBOOL:
+			out[k] = &types.AttributeValueMemberBOOL{Value: v.Value}
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // sendRaw sends captured requests as raw signed HTTP, in order, building
@@ -303,6 +344,14 @@ func (fs *floorSetup) sender(p string, evs []event) (func(context.Context, int) 
 		return func(ctx context.Context, i int) error { return sendSDK(ctx, fs.client, reqs[i]) }, nil
 	case pathSDKFast:
 		return func(ctx context.Context, i int) error { return sendSDK(ctx, fs.fast, reqs[i]) }, nil
+	case pathSDKBuilt:
+		return func(ctx context.Context, i int) error {
+			built := make([]any, len(reqs[i]))
+			for j, in := range reqs[i] {
+				built[j] = builtAnew(in)
+			}
+			return sendSDK(ctx, fs.client, built)
+		}, nil
 	case pathRaw:
 		return func(ctx context.Context, i int) error { return sendRaw(ctx, fs.raw, reqs[i]) }, nil
 	}
