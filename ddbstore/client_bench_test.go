@@ -7,7 +7,6 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
-	"maps"
 	"net/http"
 	"strconv"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/ddbinput"
 )
 
 // answerAtOnce is an SDK HTTP client that answers every request in process
@@ -57,56 +57,6 @@ func (p *writeRecorder) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInp
 
 func (p *writeRecorder) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return &dynamodb.GetItemOutput{}, nil
-}
-
-// sendAll sends captured inputs through client, each built anew first
-// when fresh is set (as a caller writing the calls by hand builds its
-// items per call).
-func sendAll(ctx context.Context, client *dynamodb.Client, reqs []any, fresh bool) error {
-	for _, in := range reqs {
-		var err error
-		switch in := in.(type) {
-		case *dynamodb.PutItemInput:
-			if fresh {
-				c := *in
-				c.Item, c.ExpressionAttributeNames, c.ExpressionAttributeValues = cloneItem(in.Item), maps.Clone(in.ExpressionAttributeNames), cloneItem(in.ExpressionAttributeValues)
-				in = &c
-			}
-			_, err = client.PutItem(ctx, in)
-		case *dynamodb.UpdateItemInput:
-			if fresh {
-				c := *in
-				c.Key, c.ExpressionAttributeNames, c.ExpressionAttributeValues = cloneItem(in.Key), maps.Clone(in.ExpressionAttributeNames), cloneItem(in.ExpressionAttributeValues)
-				in = &c
-			}
-			_, err = client.UpdateItem(ctx, in)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// cloneItem returns a copy of item with new attribute values (of the kinds
-// the store writes).
-func cloneItem(item map[string]types.AttributeValue) map[string]types.AttributeValue {
-	out := make(map[string]types.AttributeValue, len(item))
-	for k, v := range item {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			out[k] = &types.AttributeValueMemberS{Value: v.Value}
-		case *types.AttributeValueMemberN:
-			out[k] = &types.AttributeValueMemberN{Value: v.Value}
-		case *types.AttributeValueMemberB:
-			out[k] = &types.AttributeValueMemberB{Value: v.Value}
-		case *types.AttributeValueMemberBOOL:
-			out[k] = &types.AttributeValueMemberBOOL{Value: v.Value}
-		default:
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // BenchmarkSDKFirstExecution measures the client side of a first execution
@@ -165,12 +115,12 @@ func BenchmarkSDKFirstExecution(b *testing.B) {
 		op   func(b *testing.B)
 	}{
 		{"SDK alone", func(b *testing.B) {
-			if err := sendAll(ctx, plain, rp.reqs, false); err != nil {
+			if err := ddbinput.Send(ctx, plain, rp.reqs, false); err != nil {
 				b.Fatal(err)
 			}
 		}},
 		{"SDK alone, inputs built per call", func(b *testing.B) {
-			if err := sendAll(ctx, plain, rp.reqs, true); err != nil {
+			if err := ddbinput.Send(ctx, plain, rp.reqs, true); err != nil {
 				b.Fatal(err)
 			}
 		}},

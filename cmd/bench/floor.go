@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -13,10 +12,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/ddbinput"
 )
 
 // The CPU floor: idem's first executions against the very DynamoDB calls
@@ -97,62 +96,6 @@ func captureFirst(ctx context.Context, table string, evs []event) ([][]any, erro
 		out[i] = c.reqs
 	}
 	return out, nil
-}
-
-// sendSDK sends captured requests through client, in order.
-func sendSDK(ctx context.Context, client *dynamodb.Client, reqs []any) error {
-	for _, in := range reqs {
-		var err error
-		switch in := in.(type) {
-		case *dynamodb.PutItemInput:
-			_, err = client.PutItem(ctx, in)
-		case *dynamodb.UpdateItemInput:
-			_, err = client.UpdateItem(ctx, in)
-		default:
-			err = fmt.Errorf("bench: cannot send %T", in)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// builtAnew returns a copy of a captured input with maps and attribute
-// values of its own: the input a caller building it per call would send.
-func builtAnew(in any) any {
-	switch in := in.(type) {
-	case *dynamodb.PutItemInput:
-		c := *in
-		c.Item, c.ExpressionAttributeNames, c.ExpressionAttributeValues = cloneValues(in.Item), maps.Clone(in.ExpressionAttributeNames), cloneValues(in.ExpressionAttributeValues)
-		return &c
-	case *dynamodb.UpdateItemInput:
-		c := *in
-		c.Key, c.ExpressionAttributeNames, c.ExpressionAttributeValues = cloneValues(in.Key), maps.Clone(in.ExpressionAttributeNames), cloneValues(in.ExpressionAttributeValues)
-		return &c
-	}
-	return in
-}
-
-// cloneValues copies item with attribute values of its own (of the kinds
-// the store writes; others shared).
-func cloneValues(item map[string]types.AttributeValue) map[string]types.AttributeValue {
-	out := make(map[string]types.AttributeValue, len(item))
-	for k, v := range item {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			out[k] = &types.AttributeValueMemberS{Value: v.Value}
-		case *types.AttributeValueMemberN:
-			out[k] = &types.AttributeValueMemberN{Value: v.Value}
-		case *types.AttributeValueMemberB:
-			out[k] = &types.AttributeValueMemberB{Value: v.Value}
-		case *types.AttributeValueMemberBOOL:
-			out[k] = &types.AttributeValueMemberBOOL{Value: v.Value}
-		default:
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // sendRaw sends captured requests as raw signed HTTP, in order, building
@@ -341,17 +284,11 @@ func (fs *floorSetup) sender(p string, evs []event) (func(context.Context, int) 
 	}
 	switch p {
 	case pathSDK:
-		return func(ctx context.Context, i int) error { return sendSDK(ctx, fs.client, reqs[i]) }, nil
+		return func(ctx context.Context, i int) error { return ddbinput.Send(ctx, fs.client, reqs[i], false) }, nil
 	case pathSDKFast:
-		return func(ctx context.Context, i int) error { return sendSDK(ctx, fs.fast, reqs[i]) }, nil
+		return func(ctx context.Context, i int) error { return ddbinput.Send(ctx, fs.fast, reqs[i], false) }, nil
 	case pathSDKBuilt:
-		return func(ctx context.Context, i int) error {
-			built := make([]any, len(reqs[i]))
-			for j, in := range reqs[i] {
-				built[j] = builtAnew(in)
-			}
-			return sendSDK(ctx, fs.client, built)
-		}, nil
+		return func(ctx context.Context, i int) error { return ddbinput.Send(ctx, fs.client, reqs[i], true) }, nil
 	case pathRaw:
 		return func(ctx context.Context, i int) error { return sendRaw(ctx, fs.raw, reqs[i]) }, nil
 	}

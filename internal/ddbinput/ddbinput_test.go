@@ -1,4 +1,4 @@
-package main
+package ddbinput
 
 import (
 	"reflect"
@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-func TestBuiltAnew(t *testing.T) {
+func TestFresh(t *testing.T) {
 	t.Parallel()
 	item := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}, "n": &types.AttributeValueMemberN{Value: "7"},
 		"b": &types.AttributeValueMemberB{Value: []byte("r")}, "t": &types.AttributeValueMemberBOOL{Value: true}}
@@ -33,9 +33,9 @@ func TestBuiltAnew(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := builtAnew(tt.in)
+			got := Fresh(tt.in)
 			if !reflect.DeepEqual(got, tt.in) {
-				t.Fatalf("builtAnew = %+v, want a copy of %+v", got, tt.in)
+				t.Fatalf("Fresh = %+v, want a copy of %+v", got, tt.in)
 			}
 			for i, m := range tt.maps(got) {
 				if reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(tt.maps(tt.in)[i]).UnsafePointer() {
