@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -84,14 +86,15 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 	if err := ctx.Err(); err != nil {
 		return core.Record{}, nil, err
 	}
-	if err := s.checkReservation("acquire", &rec); err != nil {
+	item, err := s.checkReservation("acquire", &rec)
+	if err != nil {
 		return core.Record{}, nil, err
 	}
 	api, ok := s.client.(UpdateAPI)
 	if !ok || s.noUpdate.Load() {
 		return s.acquireByPut(ctx, rec, now, p)
 	}
-	out, err := api.UpdateItem(ctx, s.acquireInput(rec, now, p), s.calls.fns...)
+	out, err := api.UpdateItem(ctx, s.acquireInput(item, rec, now, p), s.calls.fns...)
 	if err == nil {
 		s.steps.span.learn(rec.ExpiresAt, now)
 		return s.acquired(ctx, rec, out.Attributes, now)
@@ -130,25 +133,27 @@ func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p c
 }
 
 // checkReservation checks and normalizes an in-progress record to write
-// (Reserve, Acquire): its status, token, key and size.
-func (s *Store) checkReservation(op string, rec *core.Record) error {
+// (Reserve, Acquire): its status, token, key and size. It returns the
+// record's item without its steps.
+func (s *Store) checkReservation(op string, rec *core.Record) (map[string]types.AttributeValue, error) {
 	if rec.Status != core.StatusInProgress {
-		return fmt.Errorf("ddbstore: %s needs an in_progress record, got %q", op, rec.Status)
+		return nil, fmt.Errorf("ddbstore: %s needs an in_progress record, got %q", op, rec.Status)
 	}
 	if rec.LeaseToken == "" {
-		return fmt.Errorf("ddbstore: %s needs a lease token", op)
+		return nil, fmt.Errorf("ddbstore: %s needs a lease token", op)
 	}
 	if err := s.checkKey(op, rec.Key); err != nil {
-		return err
+		return nil, err
 	}
 	*rec = normalize(*rec)
 	rec.Result, rec.ResultOmitted = nil, false
 	bare := *rec
 	bare.Steps = nil
-	if size := ItemSize(s.encode(bare, nil, "")); size > s.maxItem {
-		return s.fail(op, ErrItemTooLarge, "record is %d bytes, at most %d", size, s.maxItem)
+	item := s.encode(bare, nil, "")
+	if size := ItemSize(item); size > s.maxItem {
+		return nil, s.fail(op, ErrItemTooLarge, "record is %d bytes, at most %d", size, s.maxItem)
 	}
-	return nil
+	return item, nil
 }
 
 // acquireLoads selects the blocking records of an acquisition of rec at now
@@ -340,35 +345,47 @@ func (s *Store) recordPlaceholders() map[string]string {
 		"#ref": n.ResultRef, "#sha": n.ResultSHA256, "#size": n.ResultSize}
 }
 
-// acquireInput is the UpdateItem of an acquisition: it sets every
-// attribute of rec's item as encode writes it (but the key, which it
-// addresses, and the counts, which it computes), removes the record's
-// other attributes but the steps', under acquireCondition.
-func (s *Store) acquireInput(rec core.Record, now time.Time, p core.Policy) *dynamodb.UpdateItemInput {
-	names := s.recordPlaceholders()
-	item := s.encode(rec, nil, "")
-	values := map[string]types.AttributeValue{
-		":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()), ":max": num(int64(p.AttemptLimit())),
-		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)},
-		":failed":      &types.AttributeValueMemberS{Value: string(core.StatusFailed)},
-		":true":        &types.AttributeValueMemberBOOL{Value: true},
-		":want_fp":     &types.AttributeValueMemberS{Value: rec.Fingerprint},
-		":zero":        num(0), ":one": num(1),
-	}
-	set := []string{"#att = " + acquireCount, "#carried = " + acquireCount}
-	update := replaceUpdate(item, names, values, set, "#k", "#att", "#carried")
-	// In the condition only: the update leaves the steps as they are.
-	names["#steps"], names["#until"] = s.names.Steps, s.names.StepsUntil
+// acquireInput is the UpdateItem of an acquisition of rec, whose item
+// without its steps (as encode writes it) is item: it sets every attribute
+// of the item (but the key, which it addresses, and the counts, which it
+// computes) and removes the record's other attributes but the steps', under
+// acquireCondition. It makes the update replaceUpdate makes, from the
+// store's constant parts.
+func (s *Store) acquireInput(item map[string]types.AttributeValue, rec core.Record, now time.Time, p core.Policy) *dynamodb.UpdateItemInput {
+	parts := &s.parts
+	values := make(map[string]types.AttributeValue, len(parts.acquireValues)+5+len(parts.acquireSlots))
+	maps.Copy(values, parts.acquireValues)
+	values[":now_s"], values[":now_ms"] = num(now.Unix()), num(now.UnixMilli())
+	values[":max"] = num(int64(p.AttemptLimit()))
+	values[":want_fp"] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
 	values[":new_exp"] = num(math.MaxInt64)
 	if !rec.ExpiresAt.IsZero() {
 		values[":new_exp"] = num(ceilSeconds(rec.ExpiresAt))
 	}
+	var update strings.Builder
+	update.Grow(parts.updateLen)
+	update.WriteString(acquireSet)
+	for _, sl := range parts.acquireSlots {
+		if v := item[sl.attr]; v != nil {
+			update.WriteString(", ")
+			update.WriteString(sl.set)
+			values[sl.value] = v
+		}
+	}
+	sep := " REMOVE "
+	for _, sl := range parts.acquireSlots {
+		if item[sl.attr] == nil {
+			update.WriteString(sep)
+			update.WriteString(sl.placeholder)
+			sep = ", "
+		}
+	}
 	return &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 s.keyOf(rec.Key),
-		UpdateExpression:                    aws.String(update),
-		ConditionExpression:                 aws.String(acquireCondition),
-		ExpressionAttributeNames:            names,
+		TableName:                           parts.table,
+		Key:                                 s.keyIn(item),
+		UpdateExpression:                    aws.String(update.String()),
+		ConditionExpression:                 parts.acquireCondition,
+		ExpressionAttributeNames:            parts.acquireNames,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

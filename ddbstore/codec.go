@@ -94,51 +94,75 @@ func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
+// itemValues are the attribute values of one item that encode writes,
+// allocated together.
+type itemValues struct {
+	status, fingerprint, token, error, encoding types.AttributeValueMemberS
+	attempts, carried, lease, expires, updated  types.AttributeValueMemberN
+	retryable, omitted                          types.AttributeValueMemberBOOL
+	result                                      types.AttributeValueMemberB
+}
+
 // encode returns the item of rec, whose times must be normalized, with the
 // result as given (possibly compressed) in body and its encoding. The item
 // has the layout's primary key and attribute names.
 func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string]types.AttributeValue {
 	n := &s.names
+	v := &itemValues{}
 	item := s.keyOf(rec.Key)
-	item[n.Status] = &types.AttributeValueMemberS{Value: string(rec.Status)}
-	item[n.Attempts] = num(int64(rec.Attempts))
+	item[n.Status] = setS(&v.status, string(rec.Status))
+	attempts := strconv.Itoa(rec.Attempts)
+	item[n.Attempts] = setN(&v.attempts, attempts)
 	if carriesAttempts(rec) {
-		item[n.AttemptsCarried] = num(int64(rec.Attempts))
+		item[n.AttemptsCarried] = setN(&v.carried, attempts)
 	}
 	if rec.Fingerprint != "" {
-		item[n.Fingerprint] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
+		item[n.Fingerprint] = setS(&v.fingerprint, rec.Fingerprint)
 	}
 	if rec.LeaseToken != "" {
-		item[n.LeaseToken] = &types.AttributeValueMemberS{Value: rec.LeaseToken}
+		item[n.LeaseToken] = setS(&v.token, rec.LeaseToken)
 	}
 	if rec.Status == core.StatusInProgress || !rec.LeaseUntil.IsZero() {
 		// An in-progress record always has a lease end, even a zero one
 		// (which has ended, as core.Record.LeaseExpired says).
-		item[n.LeaseUntil] = num(ceilMillis(rec.LeaseUntil))
+		item[n.LeaseUntil] = setN(&v.lease, strconv.FormatInt(ceilMillis(rec.LeaseUntil), 10))
 	}
 	if !rec.ExpiresAt.IsZero() {
-		item[s.ttlAttr] = num(ceilSeconds(rec.ExpiresAt))
+		item[s.ttlAttr] = setN(&v.expires, strconv.FormatInt(ceilSeconds(rec.ExpiresAt), 10))
 	}
 	if !rec.UpdatedAt.IsZero() {
-		item[n.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
+		item[n.UpdatedAt] = setN(&v.updated, strconv.FormatInt(rec.UpdatedAt.UnixMilli(), 10))
 	}
 	if rec.Status == core.StatusFailed || rec.Retryable {
-		item[n.Retryable] = &types.AttributeValueMemberBOOL{Value: rec.Retryable}
+		v.retryable.Value = rec.Retryable
+		item[n.Retryable] = &v.retryable
 	}
 	if rec.Error != "" {
-		item[n.Error] = &types.AttributeValueMemberS{Value: rec.Error}
+		item[n.Error] = setS(&v.error, rec.Error)
 	}
 	if len(body) > 0 {
-		item[n.Result] = &types.AttributeValueMemberB{Value: body}
+		v.result.Value = body
+		item[n.Result] = &v.result
 		if encoding != "" {
-			item[n.ResultEncoding] = &types.AttributeValueMemberS{Value: encoding}
+			item[n.ResultEncoding] = setS(&v.encoding, encoding)
 		}
 	}
 	if rec.ResultOmitted {
-		item[n.ResultOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+		v.omitted.Value = true
+		item[n.ResultOmitted] = &v.omitted
 	}
 	s.encodeSteps(item, rec.Steps)
 	return item
+}
+
+func setS(m *types.AttributeValueMemberS, v string) types.AttributeValue {
+	m.Value = v
+	return m
+}
+
+func setN(m *types.AttributeValueMemberN, v string) types.AttributeValue {
+	m.Value = v
+	return m
 }
 
 // carriesAttempts reports whether rec's item has AttrAttemptsCarried: an

@@ -232,7 +232,7 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 	wantAttempts := want.Attempts
 
 	put()
-	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.acquireInput(normalize(rec), now, p))
+	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.acquireInput(s.encode(normalize(rec), nil, ""), normalize(rec), now, p))
 	var ccf *types.ConditionalCheckFailedException
 	if want := allowed && !leftToSecondWrite(stored, old, now); (err == nil) != want || (err != nil && !errors.As(err, &ccf)) {
 		t.Errorf("%s: UpdateItem applied %v (%v), want %v", what, err == nil, err, want)

@@ -157,7 +157,7 @@ func sameStepList(a, b []core.Step) bool {
 // otherwise rec fits the item written whole, and that write is the
 // caller's.
 func (s *Store) prepareReservation(ctx context.Context, op string, rec *core.Record, prev *core.Record, now time.Time) (done bool, err error) {
-	if err := s.checkReservation(op, rec); err != nil {
+	if _, err := s.checkReservation(op, rec); err != nil {
 		return true, err
 	}
 	if done, err := s.reserveKeepingSteps(ctx, *rec, prev, now); done {
@@ -197,7 +197,7 @@ func (s *Store) completeKeepingSteps(ctx context.Context, op string, rec core.Re
 	}
 	stored := s.fitFailure(rec)
 	put := s.completePut(nil, rec)
-	names, values := put.ExpressionAttributeNames, put.ExpressionAttributeValues
+	names, values := maps.Clone(put.ExpressionAttributeNames), put.ExpressionAttributeValues // the names are the store's, shared
 	names["#names"], values[":n_steps"] = s.names.StepNames, num(int64(len(rec.Steps)))
 	cond := completeCondition + " AND size(#names) = :n_steps AND " + s.untilClause(rec.ExpiresAt, names, values)
 	_, err := c.UpdateItem(ctx, s.keepingUpdate(stored, cond, names, values), s.calls.fns...)

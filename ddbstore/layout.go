@@ -283,6 +283,16 @@ func (l *layout) keyOf(key string) map[string]types.AttributeValue {
 	return k
 }
 
+// keyIn returns the primary key of item, an item the layout encoded: its
+// key attributes' values, shared.
+func (l *layout) keyIn(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	k := map[string]types.AttributeValue{l.keyAttr: item[l.keyAttr]}
+	if l.sortAttr != "" {
+		k[l.sortAttr] = item[l.sortAttr]
+	}
+	return k
+}
+
 // checkKey returns nil if key's item key fits DynamoDB's limits, and else a
 // permanent error wrapping ErrKeyTooLarge.
 func (s *Store) checkKey(op, key string) error {

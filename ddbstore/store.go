@@ -149,6 +149,7 @@ type Store struct {
 	client API
 	table  string
 	calls  *callOptions // per-call SDK options (client.go)
+	parts  requestParts // the requests' constant parts (requests.go)
 	options
 	// noUpdate is set once UpdateItem was refused for access (a policy
 	// that grants PutItem and GetItem only): Acquire then uses PutItem.
@@ -178,7 +179,9 @@ func New(client API, table string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{client: client, table: table, calls: newCallOptions(), options: o}, nil
+	s := &Store{client: client, table: table, calls: newCallOptions(), options: o}
+	s.parts = newRequestParts(s)
+	return s, nil
 }
 
 // Table returns the name of the store's table.

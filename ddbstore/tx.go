@@ -256,12 +256,12 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 // Complete's PutItem, and the record's Put in a transaction.
 func (s *Store) completePut(item map[string]types.AttributeValue, rec core.Record) *types.Put {
 	return &types.Put{
-		TableName:                aws.String(s.table),
+		TableName:                s.parts.table,
 		Item:                     item,
-		ConditionExpression:      aws.String(completeCondition),
-		ExpressionAttributeNames: map[string]string{"#st": s.names.Status, "#tok": s.names.LeaseToken, "#exp": s.ttlAttr, "#lease": s.names.LeaseUntil},
+		ConditionExpression:      s.parts.completeCondition,
+		ExpressionAttributeNames: s.parts.completeNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)},
+			":in_progress": s.parts.inProgress,
 			":tok":         &types.AttributeValueMemberS{Value: rec.LeaseToken},
 			":now_s":       num(rec.UpdatedAt.Unix()), ":now_ms": num(rec.UpdatedAt.UnixMilli()),
 		},

@@ -17,6 +17,7 @@ var (
 // Targets of the client CPU sections.
 const (
 	targetCPURatio   = 1.15 // idem's client CPU per first execution / its calls as raw signed HTTP
+	targetSDKRatio   = 1.05 // idem's client CPU per first execution / its calls through the SDK
 	targetP50Ratio   = 1.10 // idem's seq p50 / the p50 of its raw calls
 	targetInitDiffMs = 1.0  // cold-start init phase, idem minus bare
 	targetSoakRatio  = 1.10 // heap after GC at the end / at the 10th of the soak
@@ -62,6 +63,12 @@ func (r *report) cpuTargets(add func(target)) {
 				Status: status(fl.CPURatio[p] <= targetCPURatio)})
 		}
 		f := fl.Paths[pathIdem]
+		sdk := fl.Paths[pathSDK]
+		add(target{Target: fmt.Sprintf("client CPU per first execution ≤ %.2f× its calls through the SDK", targetSDKRatio),
+			Measured: fmt.Sprintf("%.2f× (%.0f µs vs %.0f µs, the inputs prebuilt); %.2f× the same calls with their inputs built per call (%s)",
+				ratioOf(f.CPUUsPerEvent, sdk.CPUUsPerEvent), f.CPUUsPerEvent, sdk.CPUUsPerEvent,
+				ratioOf(f.CPUUsPerEvent, fl.Paths[pathSDKBuilt].CPUUsPerEvent), pathSDKBuilt),
+			Status: status(ratioOf(f.CPUUsPerEvent, sdk.CPUUsPerEvent) <= targetSDKRatio)})
 		add(target{Target: fmt.Sprintf("seq p50 of a first execution ≤ %.2f× the p50 of its raw calls", targetP50Ratio),
 			Measured: fmt.Sprintf("%.2f× (%.2f ms vs %.2f ms); fast client %.2f×", fl.P50Ratio[pathIdem], f.P50Ms, raw.P50Ms, fl.P50Ratio[pathIdemFast]),
 			Status:   status(fl.P50Ratio[pathIdem] <= targetP50Ratio)})
@@ -75,6 +82,14 @@ func (r *report) cpuTargets(add func(target)) {
 			Measured: fmt.Sprintf("%.3f× (%.2f MB → %.2f MB; %s)", s.Ratio, float64(s.HeapRef)/1e6, float64(s.HeapEnd)/1e6, s.Store),
 			Status:   status(s.Ratio <= targetSoakRatio)})
 	}
+}
+
+// ratioOf is a/b, or 0 when b is 0.
+func ratioOf(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 func sdkOf(p string) string {

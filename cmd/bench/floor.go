@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
+	"github.com/idemgo/idem/internal/ddbinput"
 )
 
 // The CPU floor: idem's first executions against the very DynamoDB calls
@@ -27,10 +28,11 @@ const (
 	pathIdemFast = "idem_fast_client"
 	pathSDK      = "sdk"
 	pathSDKFast  = "sdk_fast_client"
+	pathSDKBuilt = "sdk_built_per_call"
 	pathRaw      = "raw_signed_http"
 )
 
-var floorPaths = []string{pathIdem, pathIdemFast, pathSDK, pathSDKFast, pathRaw}
+var floorPaths = []string{pathIdem, pathIdemFast, pathSDK, pathSDKFast, pathSDKBuilt, pathRaw}
 
 // floorNotes say what each path sends, for the JSON output.
 var floorNotes = map[string]string{
@@ -38,6 +40,7 @@ var floorNotes = map[string]string{
 	pathIdemFast: "the same with the client built with ddbstore.FastClientOptions()",
 	pathSDK:      "the requests idem makes for a first execution (captured), sent with the workload's SDK client",
 	pathSDKFast:  "the same requests through a client built with ddbstore.FastClientOptions()",
+	pathSDKBuilt: "the same requests on the workload's SDK client, each input (item, names, values) built anew per call, as a caller writing the calls by hand does",
 	pathRaw:      "the same requests as raw signed HTTP: JSON built by hand, aws/signer/v4, net/http",
 }
 
@@ -93,25 +96,6 @@ func captureFirst(ctx context.Context, table string, evs []event) ([][]any, erro
 		out[i] = c.reqs
 	}
 	return out, nil
-}
-
-// sendSDK sends captured requests through client, in order.
-func sendSDK(ctx context.Context, client *dynamodb.Client, reqs []any) error {
-	for _, in := range reqs {
-		var err error
-		switch in := in.(type) {
-		case *dynamodb.PutItemInput:
-			_, err = client.PutItem(ctx, in)
-		case *dynamodb.UpdateItemInput:
-			_, err = client.UpdateItem(ctx, in)
-		default:
-			err = fmt.Errorf("bench: cannot send %T", in)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // sendRaw sends captured requests as raw signed HTTP, in order, building
@@ -300,9 +284,11 @@ func (fs *floorSetup) sender(p string, evs []event) (func(context.Context, int) 
 	}
 	switch p {
 	case pathSDK:
-		return func(ctx context.Context, i int) error { return sendSDK(ctx, fs.client, reqs[i]) }, nil
+		return func(ctx context.Context, i int) error { return ddbinput.Send(ctx, fs.client, reqs[i], false) }, nil
 	case pathSDKFast:
-		return func(ctx context.Context, i int) error { return sendSDK(ctx, fs.fast, reqs[i]) }, nil
+		return func(ctx context.Context, i int) error { return ddbinput.Send(ctx, fs.fast, reqs[i], false) }, nil
+	case pathSDKBuilt:
+		return func(ctx context.Context, i int) error { return ddbinput.Send(ctx, fs.client, reqs[i], true) }, nil
 	case pathRaw:
 		return func(ctx context.Context, i int) error { return sendRaw(ctx, fs.raw, reqs[i]) }, nil
 	}

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -33,6 +34,10 @@ import (
 
 // p50Target is the issue's latency target: idem's p50 at most this fraction of Powertools'.
 const p50Target = 0.6
+
+// cpuTarget is the client CPU target: the geometric mean over the rows of idem's client CPU
+// per event over Powertools' at most this.
+const cpuTarget = 0.30
 
 // ptPackage is the npm package measured beside idem, and ptSDK the DynamoDB client it uses.
 const (
@@ -63,9 +68,12 @@ type peerFigures struct {
 
 // peerRow is one scenario in one mode, both libraries' medians over runs.
 type peerRow struct {
-	Scenario   string      `json:"scenario"`
-	Mode       string      `json:"mode"`
-	Reference  bool        `json:"reference,omitempty"`
+	Scenario  string `json:"scenario"`
+	Mode      string `json:"mode"`
+	Reference bool   `json:"reference,omitempty"`
+	// Executes marks the scenarios whose handler runs for each event (first
+	// executions, retries, takeovers).
+	Executes   bool        `json:"executes,omitempty"`
 	Idem       peerFigures `json:"idem"`
 	Powertools peerFigures `json:"powertools"`
 	// IdemUnits and PTUnits are each library's capacity units per event,
@@ -132,6 +140,7 @@ type peerMeta struct {
 type peerReport struct {
 	Meta     peerMeta             `json:"meta"`
 	Rows     []peerRow            `json:"rows"`
+	CPU      peerCPU              `json:"client_cpu"`
 	Race     map[string]*peerRace `json:"c_race,omitempty"` // "idem", "powertools"
 	Failures []string             `json:"failures"`
 }
@@ -272,6 +281,7 @@ func peers(ctx context.Context, pf peerFlags) (*peerReport, error) {
 	rep := &peerReport{Meta: peerMeta{Started: start.UTC().Format(time.RFC3339), N: pf.n, Runs: pf.runs, Warmup: pf.warmup,
 		Powertools: ptPackage + "@" + ptVersion + " with " + ptSDK + "@" + sdkVersion, Machine: mach, Notes: peerNotes}}
 	rep.Rows, rep.Failures = peerRows(idemRep, pt, pf.n)
+	rep.CPU = cpuRatios(rep.Rows)
 	rep.Failures = append(slices.Clone(idemRep.Failures), rep.Failures...)
 	rep.Race, rep.Failures = peerRaces(idemRep.races, pt, rep.Failures)
 	rep.Meta.DurationS = round(time.Since(start).Seconds(), 1)
@@ -372,12 +382,53 @@ func peerRows(idemRep *report, pt []ptRun, n int) ([]peerRow, []string) {
 			if len(idemRuns) == 0 || len(ptRuns) == 0 {
 				continue
 			}
-			rows = append(rows, peerRow{Scenario: sc.Name, Mode: m.Name, Reference: sc.Bare,
+			rows = append(rows, peerRow{Scenario: sc.Name, Mode: m.Name, Reference: sc.Bare, Executes: !sc.Bare && sc.ExecsPerEvent > 0,
 				Idem: medianFigures(idemRuns), Powertools: medianFigures(ptRuns),
 				IdemUnits: newCapFigures(idemCaps, n), PTUnits: newCapFigures(ptCaps, n)})
 		}
 	}
 	return rows, failures
+}
+
+// peerCPU is idem's client CPU per event over Powertools', as geometric means of the
+// rows' ratios: over every row but the reference rows, and over the rows whose handler
+// runs for each event.
+type peerCPU struct {
+	Geomean         float64 `json:"geomean_ratio"`
+	Rows            int     `json:"rows"`
+	ExecutedGeomean float64 `json:"executed_geomean_ratio"`
+	ExecutedRows    int     `json:"executed_rows"`
+	Target          float64 `json:"geomean_target"`
+}
+
+// cpuRatios returns the geometric means of the rows' client CPU ratios; a row without
+// figures on either side is left out.
+func cpuRatios(rows []peerRow) peerCPU {
+	var all, executed []float64
+	for _, r := range rows {
+		if r.Reference || r.Idem.CPUUs <= 0 || r.Powertools.CPUUs <= 0 {
+			continue
+		}
+		x := r.Idem.CPUUs / r.Powertools.CPUUs
+		all = append(all, x)
+		if r.Executes {
+			executed = append(executed, x)
+		}
+	}
+	return peerCPU{Geomean: round(geomean(all), 3), Rows: len(all), ExecutedGeomean: round(geomean(executed), 3),
+		ExecutedRows: len(executed), Target: cpuTarget}
+}
+
+// geomean is the geometric mean of xs, all positive (0 for none).
+func geomean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(xs)))
 }
 
 // peerRaces summarizes both libraries' c_race runs (nil when neither ran it) and adds a
@@ -565,6 +616,13 @@ func msText(x float64) string {
 	return fmt.Sprintf("%.2f", x)
 }
 
+func metText(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
 func yesNo(ok bool) string {
 	if ok {
 		return "yes"
@@ -601,6 +659,9 @@ func peersMarkdown(rep *peerReport) string {
 	}
 	fmt.Fprintf(&sb, "\nidem's calls ≤ Powertools' in %d of %d rows; idem's p50 ≤ 0.6× Powertools' in %d of %d rows", callsMet, rows, p50Met, rows)
 	sb.WriteString(" (P PutItem, G GetItem, U UpdateItem, D DeleteItem; ref. rows are one plain PutItem through each SDK, not part of the targets).\n")
+	c := rep.CPU
+	fmt.Fprintf(&sb, "\nClient CPU, idem / Powertools: geometric mean %.2f× over %d rows (target ≤ %.2f×: %s); %.2f× over the %d rows whose handler runs for each event.\n",
+		c.Geomean, c.Rows, c.Target, metText(c.Geomean <= c.Target), c.ExecutedGeomean, c.ExecutedRows)
 	if i, p := rep.Race["idem"], rep.Race["powertools"]; i != nil && p != nil {
 		raceMarkdown(&sb, i, p)
 	}

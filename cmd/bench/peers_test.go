@@ -44,6 +44,34 @@ func TestPeerRowTargets(t *testing.T) {
 	}
 }
 
+func TestCPURatios(t *testing.T) {
+	t.Parallel()
+	row := func(name string, idem, pt float64, executes, ref bool) peerRow {
+		return peerRow{Scenario: name, Executes: executes, Reference: ref, Idem: peerFigures{CPUUs: idem}, Powertools: peerFigures{CPUUs: pt}}
+	}
+	tests := []struct {
+		name          string
+		rows          []peerRow
+		want, wantRun float64
+		nRows, nRuns  int
+	}{
+		{"none", nil, 0, 0, 0, 0},
+		{"geometric, not arithmetic", []peerRow{row("a", 100, 1000, true, false), row("b", 1000, 1000, false, false)}, 0.316, 0.1, 2, 1},
+		{"reference rows and rows without figures left out",
+			[]peerRow{row("a", 200, 1000, true, false), row("ref", 4000, 1000, false, true), row("c", 0, 80, false, false), row("d", 5, 0, false, false)},
+			0.2, 0.2, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := cpuRatios(tt.rows)
+			if got.Geomean != tt.want || got.ExecutedGeomean != tt.wantRun || got.Rows != tt.nRows || got.ExecutedRows != tt.nRuns || got.Target != cpuTarget {
+				t.Errorf("cpuRatios = %+v, want geomean %v over %d, executed %v over %d", got, tt.want, tt.nRows, tt.wantRun, tt.nRuns)
+			}
+		})
+	}
+}
+
 func TestCallsText(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -219,8 +247,11 @@ func TestPeersMarkdown(t *testing.T) {
 				Powertools: peerFigures{P50Ms: 2, Calls: map[string]float64{"PutItem": 1}}},
 		},
 	}
+	rep.CPU = cpuRatios(rep.Rows)
 	md := peersMarkdown(rep)
 	for _, want := range []string{
+		// 0.20 and 0.40 (a_unique, e_retry): the other rows have no CPU figures.
+		"Client CPU, idem / Powertools: geometric mean 0.28× over 2 rows (target ≤ 0.30×: met); 0.00× over the 0 rows whose handler runs",
 		"| a_unique | seq | 4.00 / 8.00 (0.50) | 12.00 / 30.00 (0.40) | 800 / 4000 (0.20) | 2 (2P) / 2 (1P+1U) | 2 + 0 / 2 + 0 | yes | yes |",
 		"| e_retry | seq | 7.00 / 8.00 (0.88) | 18.00 / 23.00 (0.78) | 2000 / 5000 (0.40) | 4 (1G+3P) / 2 (1P+1U) | – / – | **no** | **no** |",
 		"| g_cache_duplicate | c16 | 0.002 / 0.45 (0.00) |",
