@@ -321,7 +321,7 @@ func TestWaitThroughRenewals(t *testing.T) {
 // capabilities are the rows' names of the table of pairs in
 // docs/effectively-once.md ("Capabilities together").
 var capabilities = []string{"one-write reservation", "staged completion", "steps", "downstream keys",
-	"lease renewal", "bounded wait", "large results", "local cache", "redisstore"}
+	"lease renewal", "bounded wait", "large results", "local cache", "memory of keys in progress", "redisstore"}
 
 // TestCapabilityPairs checks the table of pairs of docs/effectively-once.md:
 // every pair of capabilities once, each answered yes or no, and every test

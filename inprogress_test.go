@@ -454,3 +454,34 @@ func TestInProgressMemoryOneRecheckAtATime(t *testing.T) {
 	}
 	f.wantWrites("one recheck", 2)
 }
+
+// TestInProgressMemoryAndDownstreamKeys: a duplicate answered from memory
+// runs no handler, so asks for no downstream key; the memory never answers
+// past the lease end, even with a recheck longer than the lease, and the
+// call that then takes the key over gets the downstream key the holder
+// had.
+func TestInProgressMemoryAndDownstreamKeys(t *testing.T) {
+	f := newMemoryFixture(t, idem.WithInProgressRecheck(time.Hour))
+	var keys []string
+	handler := func(ctx context.Context) ([]byte, error) {
+		k, err := idem.DownstreamKey(ctx, "charge")
+		keys = append(keys, k)
+		return []byte(`"charged"`), err
+	}
+	for i := range 2 {
+		out, err := f.r.Do(context.Background(), f.key, []byte(f.payload), handler)
+		wantInProgress(t, fmt.Sprintf("duplicate %d", i), out, err, f.held.LeaseUntil)
+		if out.Cached != (i == 1) {
+			t.Fatalf("duplicate %d cached %v, want %v (the second from memory)", i, out.Cached, i == 1)
+		}
+	}
+	f.wantWrites("two duplicates, the second from memory", 1)
+	f.clock.Advance(f.held.LeaseUntil.Sub(f.clock.Now()))
+	out, err := f.r.Do(context.Background(), f.key, []byte(f.payload), handler)
+	if err != nil || out.Verdict != idem.Executed || !out.TookOver || out.Cached {
+		t.Fatalf("a delivery at the lease end = %s took over %v cached %v, %v; want a takeover, not the memory's answer", out.Verdict, out.TookOver, out.Cached, err)
+	}
+	if want := core.DownstreamKey(f.key, "charge"); len(keys) != 1 || keys[0] != want {
+		t.Fatalf("downstream keys asked = %q, want one, the holder's %q", keys, want)
+	}
+}
