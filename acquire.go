@@ -43,19 +43,27 @@ type Acquirer interface {
 // needed); otherwise it is Reserve over prev, the record the last decision
 // was made on (nil the first time).
 func (c *call) claim(prev *core.Record, now time.Time, p core.Policy) (core.Record, error) {
-	cfg := &c.r.cfg
 	c.w = c.r.window(c.ctx, now)
-	a, ok := c.r.store.(Acquirer)
-	if !ok {
-		rec := core.Reserve(c.key, c.fp, cfg.token(), prev, now, c.w.leaseUntil, cfg.retention)
-		return rec, c.storeReserve(c.ctx, rec, prev, now)
-	}
-	rec := core.Reserve(c.key, c.fp, cfg.token(), nil, now, c.w.leaseUntil, cfg.retention)
-	rec, replaced, err := c.storeAcquire(a, rec, now, p)
+	rec, replaced, err := c.reservation(prev, now, p)
 	if err == nil && replaced != nil {
 		c.tookOver = core.Decide(c.key, replaced, c.fp, now, p).Takeover
 	}
 	return rec, err
+}
+
+// reservation writes a reservation of the call's key, with a new lease
+// token and a lease to the call window's leaseUntil: one Acquire where the
+// store is an Acquirer (replaced: the record it replaced, if any), else
+// Reserve over prev.
+func (c *call) reservation(prev *core.Record, now time.Time, p core.Policy) (rec core.Record, replaced *core.Record, err error) {
+	cfg := &c.r.cfg
+	a, ok := c.r.store.(Acquirer)
+	if !ok {
+		rec = core.Reserve(c.key, c.fp, cfg.token(), prev, now, c.w.leaseUntil, cfg.retention)
+		return rec, nil, c.storeReserve(c.ctx, rec, prev, now)
+	}
+	rec = core.Reserve(c.key, c.fp, cfg.token(), nil, now, c.w.leaseUntil, cfg.retention)
+	return c.storeAcquire(a, rec, now, p)
 }
 
 // storeAcquire is the call's one-write reservation, timed.

@@ -439,9 +439,12 @@ func (c *call) nextTry(attempt int, herr error, now time.Time, longest time.Dura
 
 // retry records the failed try as a retryable failure, waits delay and
 // re-reserves the key with a new lease token and one more attempt, so that
-// the attempt is counted in the store before it runs. If another delivery
-// takes the key meanwhile (the failure is reservable by anyone), this call
-// stops with an error.
+// the attempt is counted in the store before it runs: in one Acquire where
+// the store has it, which carries the failure's steps and count only while
+// the stored record is that failure (a record an operator released
+// meanwhile restarts at attempt 1, with no step), else by Reserve over the
+// failure. If another delivery takes the key meanwhile (the failure is
+// reservable by anyone), this call stops with an error.
 func (c *call) retry(rec core.Record, herr error, now time.Time, delay time.Duration) (core.Record, error) {
 	cfg := &c.r.cfg
 	failed, err := c.complete(core.Fail(rec, herr, true, now, cfg.retention))
@@ -454,29 +457,13 @@ func (c *call) retry(rec core.Record, herr error, now time.Time, delay time.Dura
 	}
 	now = cfg.now()
 	c.freshLease(now)
-	next, err := c.reclaim(failed, now)
+	next, _, err := c.reservation(&failed, now, core.Policy{MaxAttempts: cfg.maxAttempts})
 	if err != nil {
 		return core.Record{}, fmt.Errorf("idem: re-reserve for attempt %d: %w", failed.Attempts+1, err)
 	}
 	c.r.progress.hold(next)
 	c.held = next.LeaseToken
 	return next, nil
-}
-
-// reclaim re-reserves the key after the retryable failure the call
-// recorded: in one Acquire where the store has it, which carries the
-// failure's steps and count only while the stored record is that failure
-// (a record an operator released meanwhile restarts at attempt 1, with no
-// step), else by Reserve over failed.
-func (c *call) reclaim(failed core.Record, now time.Time) (core.Record, error) {
-	cfg := &c.r.cfg
-	if a, ok := c.r.store.(Acquirer); ok {
-		rec := core.Reserve(failed.Key, failed.Fingerprint, cfg.token(), nil, now, c.w.leaseUntil, cfg.retention)
-		got, _, err := c.storeAcquire(a, rec, now, core.Policy{MaxAttempts: cfg.maxAttempts})
-		return got, err
-	}
-	next := core.Reserve(failed.Key, failed.Fingerprint, cfg.token(), &failed, now, c.w.leaseUntil, cfg.retention)
-	return next, c.storeReserve(c.ctx, next, &failed, now)
 }
 
 // outcome is the Outcome of an execution under rec (stored nil: nothing
