@@ -22,7 +22,8 @@
 // compared byte for byte. Retention runs from the close (CloseExecution) by
 // the server's fake clock (Advance). Faults are queued (Fail): throttling
 // (429 TooManyRequestsException with Retry-After) and 5xx
-// (ServiceException), each answering one request. A payload over the
+// (ServiceException), a refused permission (403 AccessDeniedException),
+// each answering one request. A payload over the
 // asynchronous limit is 413 RequestTooLargeException, one that is not JSON
 // 400 InvalidRequestContentException, a name outside 1 to 64 characters of
 // [A-Za-z0-9_-], an unqualified function or a synchronous invocation 400
@@ -61,6 +62,9 @@ const (
 	Throttle Fault = iota + 1
 	// ServiceError: 500 ServiceException.
 	ServiceError
+	// Forbidden: 403 AccessDeniedException, as for a caller without
+	// lambda:InvokeFunction on the function.
+	Forbidden
 )
 
 // Invocation is one request the server answered.
@@ -235,8 +239,11 @@ func (s *Server) fault() (int, string, string) {
 	}
 	f := s.faults[0]
 	s.faults = s.faults[1:]
-	if f == Throttle {
+	switch f {
+	case Throttle:
 		return http.StatusTooManyRequests, "TooManyRequestsException", "Rate Exceeded."
+	case Forbidden:
+		return http.StatusForbidden, "AccessDeniedException", "User is not authorized to perform: lambda:InvokeFunction"
 	}
 	return http.StatusInternalServerError, "ServiceException", "Lambda encountered an internal error"
 }

@@ -242,3 +242,14 @@ func TestOversizedEvent(t *testing.T) {
 	}
 	equal(t, "statuses", statuses(r.srv, 0), []int{202, 413})
 }
+
+// Any other refusal (a missing permission, a missing function) is a
+// permanent failure, reported, at ERROR: a misconfiguration to fix.
+func TestOtherLambdaErrors(t *testing.T) {
+	r := newRig(t)
+	s := newSandbox(t)
+	r.srv.Fail(invokeserver.Forbidden)
+	equal(t, "reported", s.sqs(t, r.d, batch("", order("o-1", 10))), []string{"m-1"})
+	equal(t, "verdicts", s.verdicts(), []string{"failed_permanently"})
+	equal(t, "statuses", statuses(r.srv, 0), []int{403})
+}

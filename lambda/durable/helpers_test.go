@@ -3,7 +3,6 @@ package durable_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,9 +26,16 @@ const fulfilARN = "arn:aws:lambda:us-east-1:123456789012:function:fulfil:live"
 // rig is the local Invoke server and a dispatcher that reaches it through
 // the SDK's Lambda client, which does not retry itself (the runner does).
 type rig struct {
-	srv *invokeserver.Server
-	d   *durable.Dispatcher
+	srv    *invokeserver.Server
+	client *lambda.Client
+	d      *durable.Dispatcher
 }
+
+// fixedNow is the sandboxes' fake clock's start.
+var fixedNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// lambdaClient returns the rig's Lambda client.
+func lambdaClient(r *rig) *lambda.Client { return r.client }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
@@ -43,7 +49,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{srv: srv, d: d}
+	return &rig{srv: srv, client: client, d: d}
 }
 
 // sandbox is one dispatcher sandbox: a runner over its own memory (no
@@ -57,7 +63,7 @@ type sandbox struct {
 
 func newSandbox(t *testing.T, opts ...idem.Option) *sandbox {
 	t.Helper()
-	clock := fakeclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := fakeclock.New(fixedNow)
 	s := &sandbox{store: memstore.New()}
 	base := []idem.Option{
 		idem.WithClock(clock.Now), idem.WithSleep(clock.Sleep), idem.WithRand(func() float64 { return 0 }),
@@ -157,5 +163,3 @@ func equal[T comparable](t *testing.T, what string, got, want []T) {
 		t.Errorf("%s = %v, want %v", what, got, want)
 	}
 }
-
-func join(s []string) string { return strings.Join(s, ",") }
