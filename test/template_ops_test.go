@@ -189,12 +189,15 @@ func TestTemplateLogging(t *testing.T) {
 }
 
 // TestTemplateNoHardCodedDomain: URLs take the partition's domain from
-// ${AWS::URLSuffix}, so that the template deploys in every partition.
+// ${AWS::URLSuffix}, so that the template deploys in every partition (service
+// principals, such as lambda.amazonaws.com, are names, not domains).
 func TestTemplateNoHardCodedDomain(t *testing.T) {
 	tpl, _ := loadTemplate(t)
 	var walk func(x node)
 	walk = func(x node) {
-		if x.n.Kind == yaml.ScalarNode && strings.Contains(x.n.Value, "amazonaws.com") {
+		// A service principal (lambda.amazonaws.com) is a name, the same in every
+		// partition, not a domain.
+		if x.n.Kind == yaml.ScalarNode && strings.Contains(x.n.Value, "amazonaws.com") && !strings.Contains(x.path, ".Principal.Service") {
 			t.Errorf("%s = %q: use ${AWS::URLSuffix}", x.path, x.n.Value)
 		}
 		for i, c := range x.n.Content {
@@ -244,6 +247,9 @@ var resourceTypes = map[string]string{
 	"CloudWatch alarm": "AWS::CloudWatch::Alarm", "CloudWatch alarms": "AWS::CloudWatch::Alarm",
 	"CloudWatch Logs log group": "AWS::Logs::LogGroup", "CloudWatch Logs log groups": "AWS::Logs::LogGroup",
 	"function": "AWS::Serverless::Function",
+	"IAM role": "AWS::IAM::Role", "IAM roles": "AWS::IAM::Role",
+	"HTTP API": "AWS::Serverless::HttpApi",
+	"CloudWatch dashboard": "AWS::CloudWatch::Dashboard",
 }
 
 // TestDeploymentResourceTable: docs/deployment.md's table of resources names every
