@@ -248,7 +248,7 @@ var resourceTypes = map[string]string{
 	"CloudWatch Logs log group": "AWS::Logs::LogGroup", "CloudWatch Logs log groups": "AWS::Logs::LogGroup",
 	"function": "AWS::Serverless::Function",
 	"IAM role": "AWS::IAM::Role", "IAM roles": "AWS::IAM::Role",
-	"HTTP API": "AWS::Serverless::HttpApi",
+	"HTTP API":             "AWS::Serverless::HttpApi",
 	"CloudWatch dashboard": "AWS::CloudWatch::Dashboard",
 }
 
