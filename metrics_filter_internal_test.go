@@ -5,27 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemgo/idem/internal/lambdalog"
 )
-
-// keptLines returns the lines of out that Lambda sends to CloudWatch Logs at
-// the ApplicationLogLevel app, and how many lines out has.
-func keptLines(out, app string) (kept, all int) {
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		all++
-		if lambdalog.Kept([]byte(line), app) {
-			kept++
-		}
-	}
-	return kept, all
-}
 
 // TestDefaultMetricsSurviveLogFiltering: in Lambda, with the JSON log format
 // and at every ApplicationLogLevel, the default observer's EMF document of a
@@ -62,8 +46,8 @@ func TestDefaultMetricsSurviveLogFiltering(t *testing.T) {
 				logs.Reset()
 				metrics.Reset()
 				r.Report(context.Background(), "evt:1:notify", Outcome{Verdict: c.verdict}, c.err)
-				record, _ := keptLines(logs.String(), app)
-				count, docs := keptLines(metrics.String(), app)
+				record, _ := lambdalog.KeptLines(logs.String(), app)
+				count, docs := lambdalog.KeptLines(metrics.String(), app)
 				if docs != 1 {
 					t.Errorf("%s: %d EMF documents, want 1:\n%s", c.name, docs, metrics.String())
 					continue

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,21 +42,6 @@ func stdout(t *testing.T) func() string {
 		_, _ = f.Seek(0, io.SeekStart)
 		return string(b)
 	}
-}
-
-// kept returns how many lines of out Lambda sends to CloudWatch Logs at
-// the ApplicationLogLevel app, and how many lines out has.
-func kept(out, app string) (n, all int) {
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		all++
-		if lambdalog.Kept([]byte(line), app) {
-			n++
-		}
-	}
-	return n, all
 }
 
 // TestDocumentsSurviveLogFiltering: in Lambda, with the JSON log format and
@@ -101,8 +85,8 @@ func TestDocumentsSurviveLogFiltering(t *testing.T) {
 				_ = read()
 				r.Report(context.Background(), "evt:1:notify", idem.Outcome{Verdict: c.verdict}, c.err)
 				logs := read()
-				record, _ := kept(logs, app)
-				count, n := kept(docs.String(), app)
+				record, _ := lambdalog.KeptLines(logs, app)
+				count, n := lambdalog.KeptLines(docs.String(), app)
 				if n != 1 {
 					t.Errorf("%s: %d EMF documents, want 1:\n%s", c.name, n, docs.String())
 					continue

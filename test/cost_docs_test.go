@@ -177,22 +177,7 @@ func tableText(t *testing.T, md, header string) string {
 // each row with cells cells.
 func tableRows(t *testing.T, md, header string, cells int) [][]string {
 	t.Helper()
-	lines := strings.Split(tableText(t, md, header), "\n")
-	var rows [][]string
-	for _, l := range lines[2:] {
-		c := strings.Split(strings.Trim(l, "|"), "|")
-		if len(c) != cells {
-			t.Fatalf("docs/cost.md: row %q has %d cells, want %d", l, len(c), cells)
-		}
-		for i := range c {
-			c[i] = strings.TrimSpace(c[i])
-		}
-		rows = append(rows, c)
-	}
-	if len(rows) == 0 {
-		t.Fatalf("docs/cost.md: table %q has no rows", header)
-	}
-	return rows
+	return tableCells(t, tableText(t, md, header), cells)
 }
 
 // inside reports whether offset i of md is within text, a part of md.

@@ -256,17 +256,9 @@ var resourceTypes = map[string]string{
 // resource of the template once, with its type, and nothing else.
 func TestDeploymentResourceTable(t *testing.T) {
 	tpl, _ := loadTemplate(t)
-	_, table, ok := strings.Cut(docSection(t, "docs/deployment.md", "## The template's resources"), "| --- | --- | --- |\n")
-	if !ok {
-		t.Fatal("docs/deployment.md has no table under \"The template's resources\"")
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
 	documented := map[string]string{}
-	for _, row := range strings.Split(table, "\n") {
-		cells := strings.Split(strings.Trim(row, "|"), "|")
-		if len(cells) != 3 {
-			t.Fatalf("row %q: want 3 cells", row)
-		}
+	for _, cells := range tableCells(t, docSection(t, "docs/deployment.md", "## The template's resources"), 3) {
+		row := strings.Join(cells, " | ")
 		typ, ok := resourceTypes[strings.TrimSpace(cells[1])]
 		if !ok {
 			t.Errorf("row %q: unknown type %q", row, strings.TrimSpace(cells[1]))

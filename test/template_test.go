@@ -448,20 +448,9 @@ func TestTemplateOrdersStream(t *testing.T) {
 // statement of every role of the template, as the template has it, and nothing else.
 func TestDeploymentPermissions(t *testing.T) {
 	tpl, _ := loadTemplate(t)
-	_, table, ok := strings.Cut(docSection(t, "docs/deployment.md", "## Permissions"), "| --- | --- | --- | --- | --- |\n")
-	if !ok {
-		t.Fatal("docs/deployment.md has no table under \"Permissions\"")
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
 	documented := map[string][]grant{}
-	for _, row := range strings.Split(table, "\n") {
-		cells := strings.Split(strings.Trim(row, "|"), "|")
-		if len(cells) != 5 {
-			t.Fatalf("row %q: want 5 cells", row)
-		}
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
+	for _, cells := range tableCells(t, docSection(t, "docs/deployment.md", "## Permissions"), 5) {
+		row := strings.Join(cells, " | ")
 		g := grant{sid: strings.Trim(cells[1], "`"), resource: strings.Trim(cells[3], "`")}
 		for _, a := range strings.Split(cells[2], ",") {
 			g.actions = append(g.actions, strings.Trim(strings.TrimSpace(a), "`"))

@@ -70,3 +70,18 @@ func validRFC3339(s string) bool {
 	_, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
 	return err == nil
 }
+
+// KeptLines returns how many of the non-empty lines of out Lambda sends to
+// CloudWatch Logs at applicationLogLevel, and how many there are.
+func KeptLines(out, applicationLogLevel string) (kept, lines int) {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		lines++
+		if Kept([]byte(line), applicationLogLevel) {
+			kept++
+		}
+	}
+	return kept, lines
+}

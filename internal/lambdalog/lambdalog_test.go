@@ -42,3 +42,10 @@ func TestKept(t *testing.T) {
 		t.Error("an ERROR line without a timestamp is kept at WARN; Lambda makes it INFO and drops it")
 	}
 }
+
+func TestKeptLines(t *testing.T) {
+	out := `{"level":"ERROR","timestamp":"2026-12-04T10:00:00Z"}` + "\n\n" + `{"level":"ERROR"}` + "\nplain\n"
+	if kept, lines := KeptLines(out, "WARN"); kept != 1 || lines != 3 {
+		t.Errorf("KeptLines = %d of %d, want 1 of 3", kept, lines)
+	}
+}
