@@ -110,6 +110,9 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, ex
 	if key != "" {
 		a = append(a, slog.String("key_hash", HashKey(key)))
 	}
+	if t := TenantFromContext(ctx); t != "" {
+		a = append(a, slog.String("tenant", t))
+	}
 	a = append(a, extra...)
 	a = append(a, slog.Int("attempt", out.Attempts), slog.Bool("replayed", out.Replayed))
 	for _, f := range []struct {

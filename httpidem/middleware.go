@@ -161,7 +161,17 @@ func recorded(rec *recorder) ([]byte, error) {
 	case rec.omitted:
 		return httprule.EncodeOmitted(shape), nil
 	}
-	return httprule.Encode(shape, Response{StatusCode: status, Header: rec.header, Body: rec.body.Bytes()})
+	return httprule.Encode(shape, storedResponse{Response: Response{StatusCode: status, Header: rec.header, Body: rec.body.Bytes()}, HandlerCookies: true})
+}
+
+// storedResponse is a Response as the middleware stores it: HandlerCookies
+// marks a response whose Set-Cookie values are all the handler's own (the
+// recorder keeps no other). A response recorded by a release before the
+// mark may hold an outer middleware's cookie beside the handler's (a
+// session): its cookies are not replayed.
+type storedResponse struct {
+	Response
+	HandlerCookies bool `json:"handlerCookies,omitempty"`
 }
 
 // admit takes the stored key and the body of a request. ok is false when
@@ -267,7 +277,7 @@ func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem
 		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.ReplayOmitted, true), idem.ReplayOmitted, errResponseOmitted
 	}
 	st, err := httprule.Decode(out.Result)
-	var resp Response
+	var resp storedResponse
 	switch {
 	case err != nil:
 	case st.Omitted:
@@ -282,7 +292,14 @@ func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem
 	if err != nil {
 		return m.write(ctx, w, answerResponse(httprule.NewAnswer(httprule.Internal, "", idem.ReplayCorrupt)), idem.ReplayCorrupt, false), idem.ReplayCorrupt, err
 	}
-	return m.write(ctx, w, resp, idem.Replayed, true), idem.VerdictUnknown, nil
+	if !resp.HandlerCookies {
+		for k := range resp.Header {
+			if http.CanonicalHeaderKey(k) == setCookie {
+				delete(resp.Header, k)
+			}
+		}
+	}
+	return m.write(ctx, w, resp.Response, idem.Replayed, true), idem.VerdictUnknown, nil
 }
 
 // errResponseOmitted explains idem.ReplayOmitted in a log record.

@@ -53,7 +53,10 @@ type Problem = httprule.Problem
 
 // Response is what the middleware records of a handler's response and
 // replays for its key: the status, the headers the handler set (all their
-// values: every Set-Cookie) and the body. It is stored as JSON (the body in
+// values: every Set-Cookie the handler added, never one an outer
+// middleware set) and the body. A replay adds the Set-Cookie values to the
+// response's own (an outer middleware's fresh session cookie), and sets the
+// other headers in place of the response's. It is stored as JSON (the body in
 // base64). The response hook (WithResponseHook) receives one.
 type Response struct {
 	// StatusCode is the HTTP status.
@@ -115,6 +118,12 @@ func (m *middleware) write(ctx context.Context, w http.ResponseWriter, resp Resp
 	}
 	h := w.Header()
 	for k, vs := range resp.Header {
+		if http.CanonicalHeaderKey(k) == setCookie {
+			// Cookies are added to the caller's own (an outer
+			// middleware's session), never put in their place.
+			h[k] = append(h[k], vs...)
+			continue
+		}
 		h[k] = vs
 	}
 	if resp.StatusCode == 0 {

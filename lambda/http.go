@@ -140,10 +140,13 @@ func HTTPAPI(runner *idem.Runner, handler func(context.Context, events.APIGatewa
 // FunctionURL returns a handler for Lambda function URLs (buffered invoke
 // mode) that makes handler idempotent per Idempotency-Key header; see
 // HTTPAPI for the rules. The response keeps its Cookies on a replay. The
-// caller identity that scopes keys is the IAM caller's userArn (or
-// callerId) when the URL uses AWS_IAM auth.
-func FunctionURL(runner *idem.Runner, handler func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), opts ...HTTPOption) (func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), error) {
-	return newHTTPWrapper(runner, handler, functionURLFlavour, opts)
+// caller identity that scopes keys, when the URL uses AWS_IAM auth, is the
+// IAM caller's userArn (or callerId) and, for a Cognito identity pool's
+// user, the identity id, which the handler reads from the event as Lambda
+// sends it when started with lambda.Start(handler) (see FunctionURLHandler).
+func FunctionURL(runner *idem.Runner, handler func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), opts ...HTTPOption) (FunctionURLHandler, error) {
+	h, err := newHTTPWrapper(runner, handler, functionURLFlavour, opts)
+	return h, err
 }
 
 // ALB returns a handler for Application Load Balancer target groups that

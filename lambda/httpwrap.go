@@ -54,7 +54,8 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 // The call is logged and observed once, by the runner, with the request
 // and the status answered (annotate).
 func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, error) {
-	req := w.request(event)
+	req := w.request(ctx, event)
+	ctx = withTenant(ctx, lambdaTenant(ctx))
 	key, body, early := w.admit(ctx, req, event)
 	if early != nil {
 		return *early, nil
@@ -100,8 +101,8 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 
 // request is the event's view, with the identity header of
 // WithIdentityHeader added to the caller identity.
-func (w *httpWrapper[Req, Resp]) request(event Req) httpRequest {
-	req := w.fl.request(event)
+func (w *httpWrapper[Req, Resp]) request(ctx context.Context, event Req) httpRequest {
+	req := w.fl.request(ctx, event)
 	if name := w.cfg.identityHeader; name != "" {
 		var vals []string
 		for k, vs := range req.multi {
@@ -114,7 +115,9 @@ func (w *httpWrapper[Req, Resp]) request(event Req) httpRequest {
 				vals = append(vals, v)
 			}
 		}
-		req.identity = addIdentity(req.identity, "header:"+strings.ToLower(name), strings.Join(vals, ","))
+		c := caller{parts: req.identity}
+		c.addString("header:"+strings.ToLower(name), strings.Join(vals, ","))
+		req.identity = c.parts
 	}
 	return req
 }
@@ -154,8 +157,14 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 		}
 	}
 	rk, err := httprule.FindKey(w.cfg.keyParts, req.headers, req.multi, body)
+	if err == nil && req.unidentified != nil {
+		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", req.unidentified)
+	}
 	if err == nil {
 		key, err = rk.Stored(req.identity)
+	}
+	if err == nil {
+		key, _, err = tenantScoped(ctx, key)
 	}
 	switch {
 	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:
@@ -173,6 +182,11 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 	}
 	return key, body, nil
 }
+
+// unidentifiedDetail is the problem's detail for a caller an authorizer let
+// through that the wrapper cannot identify (ErrUnidentifiedCaller): the
+// cause is the server's configuration, which the log record names.
+const unidentifiedDetail = "The caller of this request cannot be identified, so its idempotency key cannot be kept apart from other callers' keys; it was not run."
 
 // doContext is the context of the runner's call for req: the wait of
 // WithWait, and the request's fingerprint (httprule.Fingerprint: the method,

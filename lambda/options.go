@@ -32,8 +32,9 @@ type Option func(*config) error
 
 // BatchOption configures the batch wrappers (SQS, SNS, Kinesis,
 // DynamoDBStream): an Option, or one of WithConcurrency, WithSafetyMargin,
-// WithAcknowledged and WithEnvelope (SQS and SNS only). Giving a batch
-// option to another wrapper does not compile.
+// WithAcknowledged, WithEnvelope (SQS and SNS only) and
+// WithMessageGroupTenant (SQS only). Giving a batch option to another
+// wrapper does not compile.
 type BatchOption interface {
 	applyBatch(*config) error
 }
@@ -74,6 +75,7 @@ type config struct {
 	selectionSet bool
 	envelopes    []Envelope
 	keyParts     []httprule.KeyPart
+	groupTenant  bool // WithMessageGroupTenant
 }
 
 func defaultConfig() config {

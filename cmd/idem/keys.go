@@ -23,7 +23,9 @@ type keyFlags struct {
 	key                         string
 	sqsEvent, keySource, action string
 	message                     messageIndex
+	groupTenant                 bool
 	httpEvent, kind             string
+	tenant                      string
 }
 
 // messageIndex is --message: unset, or an index from 0.
@@ -56,6 +58,8 @@ func (k *keyFlags) register(fs *flag.FlagSet) {
 	fs.Var(&k.message, "message", "with --sqs-event: `index` (from 0) of the message in the file, when it has several")
 	fs.StringVar(&k.httpEvent, "http-event", "", "`file` with an API Gateway or function URL request event")
 	fs.StringVar(&k.kind, "kind", "", "with --http-event: the request's `kind`: rest (REST API), httpapi (HTTP API) or url (function URL)")
+	fs.BoolVar(&k.groupTenant, "group-tenant", false, "with --sqs-event: the SQS wrapper has WithMessageGroupTenant (the message's MessageGroupId scopes its key)")
+	fs.StringVar(&k.tenant, "tenant", "", "the Lambda tenant `id` the event was invoked for (tenant isolation mode): it scopes the key selected")
 }
 
 // resolve returns the selected key and a description of where it came from
@@ -71,15 +75,25 @@ func (k *keyFlags) resolve() (key, source string, err error) {
 		return "", "", usageErrorf("select the key with exactly one of --key, --sqs-event or --http-event")
 	}
 	switch {
+	case k.groupTenant && k.sqsEvent == "":
+		return "", "", usageErrorf("--group-tenant goes with --sqs-event")
 	case k.key != "":
 		if err := core.ValidateKey(k.key); err != nil {
 			return "", "", usageErrorf("--key: %v", err)
 		}
-		return k.key, "--key", nil
+		key, source = k.key, "--key"
 	case k.sqsEvent != "":
-		return k.sqsKey()
+		key, source, err = k.sqsKey()
+	default:
+		key, source, err = k.httpKey()
 	}
-	return k.httpKey()
+	if err != nil || k.tenant == "" {
+		return key, source, err
+	}
+	if key, err = idemlambda.ScopedKey(key, idemlambda.ScopeTenant+"="+k.tenant); err != nil {
+		return "", "", usageErrorf("--tenant: %v", err)
+	}
+	return key, source + ", tenant " + k.tenant, nil
 }
 
 // keySourceOf parses --key-source.
@@ -119,6 +133,14 @@ func (k *keyFlags) sqsKey() (string, string, error) {
 		return "", "", usageErrorf("--message %d: %s has %d message(s)", i, k.sqsEvent, len(msgs))
 	}
 	key, err := idemlambda.SQSKey(src, k.action, msgs[i])
+	if err == nil && k.groupTenant {
+		g := msgs[i].Attributes["MessageGroupId"]
+		if g == "" {
+			err = errors.New("no MessageGroupId, which --group-tenant takes its tenant from")
+		} else {
+			key, err = idemlambda.ScopedKey(key, idemlambda.ScopeMessageGroup+"="+g)
+		}
+	}
 	if err != nil {
 		return "", "", usageErrorf("message %d has no usable key (the wrapper stores no record for it): %v", i, err)
 	}
@@ -212,23 +234,36 @@ func httpRequestOf(kind string, data []byte) (httpRequest, error) {
 		if method == "" {
 			method = r.RequestContext.HTTPMethod
 		}
-		return httpRequest{headers: r.Headers, multi: r.MultiValueHeaders, identity: idemlambda.RESTIdentity(r), method: method, path: r.Path}, nil
+		identity, err := idemlambda.RESTIdentity(r)
+		return httpRequest{headers: r.Headers, multi: r.MultiValueHeaders, identity: identity, method: method, path: r.Path}, unidentified(err)
 	case "httpapi":
 		var r events.APIGatewayV2HTTPRequest
 		if err := strictJSON(data, &r); err != nil {
 			return bad(err)
 		}
-		return httpRequest{headers: r.Headers, identity: idemlambda.HTTPAPIIdentity(r), method: r.RequestContext.HTTP.Method, path: rawPath(r.RawPath, r.RequestContext.HTTP.Path)}, nil
+		identity, err := idemlambda.HTTPAPIIdentity(r)
+		return httpRequest{headers: r.Headers, identity: identity, method: r.RequestContext.HTTP.Method, path: rawPath(r.RawPath, r.RequestContext.HTTP.Path)}, unidentified(err)
 	case "url":
 		var r events.LambdaFunctionURLRequest
 		if err := strictJSON(data, &r); err != nil {
 			return bad(err)
 		}
-		return httpRequest{headers: r.Headers, identity: idemlambda.FunctionURLIdentity(r), method: r.RequestContext.HTTP.Method, path: rawPath(r.RawPath, r.RequestContext.HTTP.Path)}, nil
+		identity, err := idemlambda.FunctionURLIdentity(data)
+		return httpRequest{headers: r.Headers, identity: identity, method: r.RequestContext.HTTP.Method, path: rawPath(r.RawPath, r.RequestContext.HTTP.Path)}, unidentified(err)
 	case "":
 		return httpRequest{}, usageErrorf("--http-event needs --kind rest, httpapi or url")
 	}
 	return httpRequest{}, usageErrorf("--kind %q: want rest, httpapi or url", kind)
+}
+
+// unidentified is the usage error of a request whose caller the wrapper
+// cannot identify (err wraps idemlambda.ErrUnidentifiedCaller): it was
+// answered 500 and has no record.
+func unidentified(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageErrorf("the request's caller cannot be identified (the wrapper answered 500 and stored nothing): %v", err)
 }
 
 func rawPath(raw, path string) string {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idemgo/idem"
@@ -131,14 +133,28 @@ func (k RequestKey) Stored(identity []string) (string, error) {
 	return core.DeriveKey(append([]string{"http-source", identityHash(identity)}, k.labels...)...)
 }
 
-// identityHash is the hash of the caller identity that scopes a key.
+// identityHash is the hash of the caller identity that scopes a key: of
+// "anonymous" for none; of its parts joined with newlines when none has a
+// newline (unambiguous then, and the form of releases before, so that their
+// records keep their keys); else of a newline followed by each part
+// length-prefixed ("<bytes>:<part>"), which no newline-free join can equal.
+// So two identities share a hash only if their parts are equal.
 func identityHash(identity []string) string {
-	who := "anonymous"
-	if len(identity) > 0 {
-		who = strings.Join(identity, "\n")
+	h := sha256.New()
+	switch {
+	case len(identity) == 0:
+		h.Write([]byte("anonymous"))
+	case !slices.ContainsFunc(identity, func(p string) bool { return strings.Contains(p, "\n") }):
+		h.Write([]byte(strings.Join(identity, "\n")))
+	default:
+		b := []byte{'\n'}
+		for _, p := range identity {
+			b = append(strconv.AppendInt(b, int64(len(p)), 10), ':')
+			b = append(b, p...)
+		}
+		h.Write(b)
 	}
-	sum := sha256.Sum256([]byte(who))
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // value is p's value in a request.

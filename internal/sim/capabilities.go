@@ -171,4 +171,5 @@ func (d drawer) batch(sv *Service) {
 		return
 	}
 	sv.Batch, sv.BatchMax = BatchKind(1+d.r.IntN(3)), 2+d.r.IntN(9)
+	sv.GroupTenant = sv.Batch != Kinesis && d.p(0.5)
 }
