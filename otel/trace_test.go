@@ -235,6 +235,9 @@ func traceCases() []traceCase {
 				return e.do(`{}`, failing(core.MarkTransient(errors.New("smtp busy"))))
 			},
 			verdict: idem.FailedTransiently, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
+		{name: "left no record", run: func(e *env) (idem.Outcome, error) {
+			return e.do(`{}`, failing(core.MarkNoRecord(errors.New("401: signature mismatch"))))
+		}, verdict: idem.FailedTransiently, attempts: 1, ops: []string{idem.OpAcquire, idem.OpRelease}},
 		{name: "outcome not recorded", setup: func(e *env) { e.store.completeErr = down },
 			run:     func(e *env) (idem.Outcome, error) { return e.do(`{}`, ok) },
 			verdict: idem.OutcomeNotRecorded, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
