@@ -84,6 +84,12 @@ const (
 	// the handler unprotected, as configured (the HTTP wrappers'
 	// WithOptionalKey); nothing was stored.
 	Unkeyed
+	// Unauthorized: an HTTP request was refused for its credentials: a
+	// webhook's signature missing or invalid (WithWebhook; 401, before
+	// anything was read or written), or the handler's own 401 or 403
+	// answer (not stored: the reservation is released, so the next
+	// delivery runs).
+	Unauthorized
 )
 
 var verdictNames = [...]string{
@@ -107,6 +113,7 @@ var verdictNames = [...]string{
 	ReplayOmitted:      "replay_omitted",
 	ReplayCorrupt:      "replay_corrupt",
 	Unkeyed:            "unkeyed",
+	Unauthorized:       "unauthorized",
 }
 
 // String returns the verdict's snake_case name, as logs and metrics use it.

@@ -259,6 +259,7 @@ func traceCases() []traceCase {
 		{name: "blocked", run: report(idem.Blocked, key), verdict: idem.Blocked},
 		{name: "panicked", run: report(idem.Panicked, key), verdict: idem.Panicked},
 		{name: "unkeyed", run: report(idem.Unkeyed, ""), verdict: idem.Unkeyed, noKey: true},
+		{name: "unauthorized", run: report(idem.Unauthorized, ""), verdict: idem.Unauthorized, noKey: true},
 		{name: "replay omitted", setup: func(e *env) { _, _ = e.do(`{}`, ok) }, run: replayAs(idem.ReplayOmitted),
 			verdict: idem.ReplayOmitted, attempts: 1, ops: []string{idem.OpAcquire}},
 		{name: "replay corrupt", setup: func(e *env) { _, _ = e.do(`{}`, ok) }, run: replayAs(idem.ReplayCorrupt),
