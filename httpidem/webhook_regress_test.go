@@ -2,8 +2,6 @@ package httpidem_test
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,26 +12,15 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/httpidem"
+	"github.com/idemgo/idem/internal/webhooktest"
 )
 
-// Signatures computed here with each sender's published algorithm, apart
-// from the package under test.
-
-func stripeSignature(t int64, body string, secrets ...string) string {
-	h := fmt.Sprintf("t=%d", t)
-	for _, s := range secrets {
-		mac := hmac.New(sha256.New, []byte(s))
-		fmt.Fprintf(mac, "%d.%s", t, body)
-		h += ",v1=" + hex.EncodeToString(mac.Sum(nil))
-	}
-	return h
-}
-
-func githubSignature(secret, body string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(body))
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+// Deliveries are signed with each sender's published algorithm, computed
+// apart from package webhook (webhooktest).
+var (
+	stripeSignature = webhooktest.StripeSignature
+	githubSignature = webhooktest.GitHubSignature
+)
 
 const (
 	stripeSecret = "whsec_9f8e7d6c5b4a39281706f5e4d3c2b1a0"

@@ -1,41 +1,17 @@
 package httpidem_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemgo/idem"
-	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/httpidem"
-	"github.com/idemgo/idem/memstore"
+	"github.com/idemgo/idem/internal/webhooktest"
 	"github.com/idemgo/idem/webhook"
 )
-
-// countedStore counts the calls of the store's main methods.
-type countedStore struct {
-	*memstore.Store
-	calls atomic.Int32
-}
-
-func (s *countedStore) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
-	s.calls.Add(1)
-	return s.Store.Reserve(ctx, rec, prev, now)
-}
-
-func (s *countedStore) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
-	s.calls.Add(1)
-	return s.Store.Acquire(ctx, rec, now, p)
-}
-
-func (s *countedStore) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
-	s.calls.Add(1)
-	return s.Store.Get(ctx, key, now)
-}
 
 // take returns the verdicts observed since the last take.
 func (o *observed) take() []string {
@@ -53,7 +29,7 @@ func (o *observed) take() []string {
 // a rotated secret is accepted.
 func TestWebhookPresets(t *testing.T) {
 	t.Parallel()
-	st := &countedStore{Store: memstore.New()}
+	st := webhooktest.NewCountedStore()
 	v := &observed{}
 	e := newEnv(t, st, idem.WithRetention(72*time.Hour), idem.WithObserver(v))
 	var runs counter
@@ -77,9 +53,9 @@ func TestWebhookPresets(t *testing.T) {
 		{"Stripe, valid", "POST", stripe, body, []string{"Stripe-Signature", stripeSignature(e.clock.Now().Unix(), body, stripeSecret)}, "3", false},
 		{"Stripe, stale", "POST", stripe, body, []string{"Stripe-Signature", stripeSignature(e.clock.Now().Unix()-301, body, stripeSecret)}, "", false},
 	} {
-		before := st.calls.Load()
+		before := st.Calls()
 		a := send(t, s.method, s.url+"/hooks", "", s.body, s.headers...)
-		calls, got := st.calls.Load()-before, v.take()
+		calls, got := st.Calls()-before, v.take()
 		if s.want != "" {
 			checkStep(t, i, s.name, a, 200, s.want, s.replayed, "")
 			continue

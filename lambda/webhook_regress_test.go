@@ -3,9 +3,6 @@ package idemlambda_test
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,37 +12,17 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/internal/webhooktest"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
 
-// Signatures computed here with each sender's published algorithm, apart
-// from the package under test.
-
-// stripeSignature is a Stripe-Signature value: t and the hex HMAC-SHA256 of
-// "<t>.<body>" with each secret.
-func stripeSignature(t int64, body string, secrets ...string) string {
-	h := fmt.Sprintf("t=%d", t)
-	for _, s := range secrets {
-		mac := hmac.New(sha256.New, []byte(s))
-		fmt.Fprintf(mac, "%d.%s", t, body)
-		h += ",v1=" + hex.EncodeToString(mac.Sum(nil))
-	}
-	return h
-}
-
-// githubSignature is an X-Hub-Signature-256 value.
-func githubSignature(secret, body string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(body))
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// shopifySignature is an X-Shopify-Hmac-Sha256 value.
-func shopifySignature(secret, body string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(body))
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
+// Deliveries are signed with each sender's published algorithm, computed
+// apart from package webhook (webhooktest).
+var (
+	stripeSignature  = webhooktest.StripeSignature
+	githubSignature  = webhooktest.GitHubSignature
+	shopifySignature = webhooktest.ShopifySignature
+)
 
 const (
 	stripeSecret  = "whsec_9f8e7d6c5b4a39281706f5e4d3c2b1a0"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,36 +13,15 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/webhooktest"
 	idemlambda "github.com/idemgo/idem/lambda"
-	"github.com/idemgo/idem/memstore"
 	"github.com/idemgo/idem/webhook"
 )
-
-// countedStore counts the calls of the store's main methods.
-type countedStore struct {
-	*memstore.Store
-	calls atomic.Int32
-}
-
-func (s *countedStore) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
-	s.calls.Add(1)
-	return s.Store.Reserve(ctx, rec, prev, now)
-}
-
-func (s *countedStore) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
-	s.calls.Add(1)
-	return s.Store.Acquire(ctx, rec, now, p)
-}
-
-func (s *countedStore) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
-	s.calls.Add(1)
-	return s.Store.Get(ctx, key, now)
-}
 
 // presetRig is a function URL with a sender preset over a counted store.
 type presetRig struct {
 	e      *env
-	store  *countedStore
+	store  *webhooktest.CountedStore
 	v      *verdictLog
 	runs   counter
 	handle func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)
@@ -51,7 +29,7 @@ type presetRig struct {
 
 func newPresetRig(t *testing.T, sender webhook.Sender) *presetRig {
 	t.Helper()
-	g := &presetRig{store: &countedStore{Store: memstore.New()}, v: &verdictLog{}}
+	g := &presetRig{store: webhooktest.NewCountedStore(), v: &verdictLog{}}
 	g.e = &env{clock: newEnv(t).clock}
 	r, err := idem.New(g.store, idem.WithClock(g.e.clock.Now), idem.WithRetention(72*time.Hour), idem.WithObserver(g.v))
 	if err != nil {
@@ -97,9 +75,9 @@ func runPresetSteps(t *testing.T, sender webhook.Sender, steps []presetStep) {
 	g := newPresetRig(t, sender)
 	for i, s := range steps {
 		g.e.clock.Advance(s.advance)
-		before := g.store.calls.Load()
+		before := g.store.Calls()
 		resp, err := g.handle(g.e.ctx(t, 10*time.Second), s.req(g))
-		calls, verdicts := g.store.calls.Load()-before, g.v.take()
+		calls, verdicts := g.store.Calls()-before, g.v.take()
 		if s.body != "" {
 			if err != nil || resp.StatusCode != 200 || resp.Body != s.body || (resp.Headers[idemlambda.HeaderReplayed] == "true") != s.replayed {
 				t.Errorf("step %d (%s): %d %s %v (%v); want 200 %s replayed %v", i, s.name, resp.StatusCode, resp.Body, resp.Headers, err, s.body, s.replayed)

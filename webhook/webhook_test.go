@@ -1,10 +1,6 @@
 package webhook_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgo/idem/internal/webhooktest"
 	"github.com/idemgo/idem/webhook"
 )
 
@@ -92,22 +89,16 @@ func TestGitHub(t *testing.T) {
 	})
 }
 
-// hmacHex is "sha256=" and the hex HMAC-SHA256 of body, GitHub's algorithm.
-func hmacHex(secret, body string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(body))
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+// Signatures as each sender documents them, computed apart (webhooktest).
+var (
+	hmacHex    = webhooktest.GitHubSignature
+	shopifyB64 = webhooktest.ShopifySignature
+)
 
-// stripeHeader is a Stripe-Signature as Stripe's docs describe it: t, then
-// a v1 per secret (the hex HMAC-SHA256 of "<t>.<body>"), then extra items.
+// stripeHeader is a Stripe-Signature at t over body with secrets, then
+// extra items.
 func stripeHeader(t time.Time, body string, secrets []string, extra ...string) string {
-	h := fmt.Sprintf("t=%d", t.Unix())
-	for _, s := range secrets {
-		mac := hmac.New(sha256.New, []byte(s))
-		mac.Write([]byte(fmt.Sprintf("%d.%s", t.Unix(), body)))
-		h += ",v1=" + hex.EncodeToString(mac.Sum(nil))
-	}
+	h := webhooktest.StripeSignature(t.Unix(), body, secrets...)
 	for _, x := range extra {
 		h += "," + x
 	}
@@ -143,13 +134,6 @@ func TestStripe(t *testing.T) {
 		{"no signature", st, sig(fmt.Sprintf("t=%d", now.Unix())), body, now, false},
 		{"garbage", st, sig("t=abc,v1=zz"), body, now, false},
 	})
-}
-
-// shopifyB64 is the base64 HMAC-SHA256 of body, Shopify's algorithm.
-func shopifyB64(secret, body string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(body))
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // Shopify publishes no test vector; each signature here is computed with
