@@ -42,8 +42,9 @@ const (
 	FailedPermanently
 	// FailedTransiently: the handler failed transiently (ErrTransientFailure):
 	// the failure was recorded as retryable, or, if that write failed, the
-	// key stays in progress until its lease ends; either way a later
-	// delivery runs again.
+	// key stays in progress until its lease ends; for an error marked
+	// core.MarkNoRecord, the reservation was released instead. Either way a
+	// later delivery runs again.
 	FailedTransiently
 	// OutcomeNotRecorded: the handler succeeded but its success could not
 	// be recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
