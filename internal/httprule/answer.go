@@ -193,9 +193,9 @@ var ErrRefusedResponse = errors.New("idem: handler refused the request for its c
 // RetryLater's (recorded as a retryable failure, the key left open for the
 // client's retry); for 401 Unauthorized and 403 Forbidden, an answer to a
 // request's credentials rather than to the request, marked with
-// core.MarkNoRecord: the runner releases the reservation (one write more,
-// no attempt counted), so that a delivery signed with a corrected secret
-// runs, and a credential never replays another's answer.
+// core.MarkNoRecord: the runner releases the reservation (a conditional
+// delete in the completion's place; no attempt counted), so that a
+// delivery signed with a corrected secret runs.
 func Unstored(code int) error {
 	switch {
 	case RetryableStatus(code):

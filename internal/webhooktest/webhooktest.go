@@ -24,7 +24,7 @@ func StripeSignature(t int64, body string, secrets ...string) string {
 	h := fmt.Sprintf("t=%d", t)
 	for _, s := range secrets {
 		mac := hmac.New(sha256.New, []byte(s))
-		fmt.Fprintf(mac, "%d.%s", t, body)
+		mac.Write([]byte(fmt.Sprintf("%d.%s", t, body)))
 		h += ",v1=" + hex.EncodeToString(mac.Sum(nil))
 	}
 	return h
