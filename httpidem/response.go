@@ -38,6 +38,7 @@ const (
 	ProblemMissingKeySource = httprule.MissingKeySource // ProblemMissingKeySource: 400, a header or body field the key is taken from (WithKeyHeader, WithKeyBodyField) is missing.
 	ProblemInvalidKeySource = httprule.InvalidKeySource // ProblemInvalidKeySource: 400, such a header or body field is unusable (repeated, empty, too long, not visible ASCII; not a string or a number).
 	ProblemInvalidBody      = httprule.InvalidBody      // ProblemInvalidBody: 400, the body could not be read, or nests JSON too deep.
+	ProblemInvalidSignature = httprule.InvalidSignature // ProblemInvalidSignature: 401, with WithWebhook, the sender's signature is missing or invalid; nothing was stored.
 	ProblemBodyTooLarge     = httprule.BodyTooLarge     // ProblemBodyTooLarge: 413, the body is over WithMaxBodyBytes.
 	ProblemInProgress       = httprule.InProgress       // ProblemInProgress: 409, the key's first request is still running.
 	ProblemKeyReused        = httprule.KeyReused        // ProblemKeyReused: 422, the key was used with another method, path or body.

@@ -24,7 +24,8 @@
 //   - RESTAPI, HTTPAPI, FunctionURL and ALB: API Gateway REST APIs, HTTP
 //     APIs, Lambda function URLs and Application Load Balancer target
 //     groups, keyed by the Idempotency-Key header (or, for webhooks, by
-//     the sender's delivery id: WithKeyHeader, WithKeyBodyField). The
+//     the sender's delivery id on the endpoint: WithWebhook, which verifies
+//     the sender's signature first, or WithKeyHeader, WithKeyBodyField). The
 //     handler answers its event source's own response type, which is
 //     stored and replayed as it was (cookies and multi-value headers
 //     included). Services outside Lambda use package

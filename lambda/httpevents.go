@@ -127,4 +127,3 @@ func albRequest(_ context.Context, r events.ALBTargetGroupRequest) httpRequest {
 	}
 	return req
 }
-

@@ -38,6 +38,12 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 	if err != nil {
 		return nil, err
 	}
+	if cfg.keyParts, err = httprule.Keying(cfg.sender, cfg.keyParts, cfg.endpoint, runner.Retention()); err != nil {
+		return nil, fmt.Errorf("idemlambda: %s: %w", fl.name, err)
+	}
+	if cfg.sender != nil && !cfg.selectionSet {
+		cfg.selection, cfg.selectionSet = cfg.sender.Selection(), true
+	}
 	w := &httpWrapper[Req, Resp]{runner: runner, cfg: cfg, fl: fl, handler: handler, sel: cfg.selectionFor(runner)}
 	if cfg.hook != nil {
 		hook, ok := cfg.hook.fn.(func(context.Context, *Resp, idem.Verdict))
@@ -68,9 +74,13 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 		if fresh != nil {
 			// The handler ran in this call: its response is the truth,
 			// whether or not its outcome could be recorded.
-			a := idem.Annotation{Attrs: w.attrs(req, w.fl.view(*fresh).StatusCode)}
+			status := w.fl.view(*fresh).StatusCode
+			a := idem.Annotation{Attrs: w.attrs(req, status)}
 			if failed != nil {
 				a.Attrs = append(a.Attrs, slog.String("handler_error", failed.Error()))
+			}
+			if failed == nil && httprule.Refused(status) {
+				a.Verdict, a.Err = idem.Unauthorized, err
 			}
 			return a
 		}
@@ -81,8 +91,11 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	out, _ := w.runner.Do(w.doContext(actx, req), key, body, func(ctx context.Context) ([]byte, error) {
 		resp, status, herr := w.run(withStoredKey(ctx, key), req, event)
 		fresh, failed = &resp, herr
-		if herr != nil || httprule.RetryableStatus(status) {
+		if herr != nil {
 			return nil, httprule.RetryLater(status)
+		}
+		if err := httprule.Unstored(status); err != nil {
+			return nil, err
 		}
 		b, merr := httprule.Encode(req.shape, resp)
 		if merr != nil { // the AWS response types always marshal
@@ -151,12 +164,18 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 	invalidBody := func(err error) *Resp {
 		return w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), key, err)
 	}
-	if httprule.NeedsBody(w.cfg.keyParts) {
+	if w.cfg.sender != nil || httprule.NeedsBody(w.cfg.keyParts) {
 		if err := decode(); err != nil {
 			return "", nil, invalidBody(err)
 		}
 	}
-	rk, err := httprule.FindKey(w.cfg.keyParts, req.headers, req.multi, body)
+	if s := w.cfg.sender; s != nil {
+		values := func(name string) []string { return httprule.HeaderValues(req.headers, req.multi, name) }
+		if err := s.Verify(values, body, w.cfg.now()); err != nil {
+			return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidSignature, err.Error(), idem.Unauthorized), "", err)
+		}
+	}
+	rk, err := httprule.FindKey(w.cfg.keyParts, w.cfg.endpoint, req.headers, req.multi, body)
 	if err == nil && req.unidentified != nil {
 		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", req.unidentified)
 	}
@@ -214,7 +233,7 @@ func (w *httpWrapper[Req, Resp]) answer(ctx context.Context, req httpRequest, ou
 	if out.Verdict == idem.Replayed {
 		return w.replay(ctx, req, out)
 	}
-	return w.own(ctx, req, httprule.Refusal(out.Verdict, err, w.cfg.now())), idem.VerdictUnknown, err
+	return w.own(ctx, req, httprule.Refusal(out.Verdict, err, w.cfg.now(), w.cfg.keyParts)), idem.VerdictUnknown, err
 }
 
 // own is one of the wrapper's own answers, in the request's header mode,

@@ -64,7 +64,9 @@ func serveHTTPAPI(t *testing.T, ctx func(i int) context.Context, reqs ...events.
 	t.Helper()
 	return serveAll(t, func(r *idem.Runner, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 		return idemlambda.HTTPAPI(r, h)
-	}, func(body string) events.APIGatewayV2HTTPResponse { return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: body} },
+	}, func(body string) events.APIGatewayV2HTTPResponse {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: body}
+	},
 		func(resp events.APIGatewayV2HTTPResponse) answer {
 			return answer{resp.StatusCode, resp.Headers[idemlambda.HeaderReplayed] == "true", resp.Body}
 		}, ctx, reqs...)
@@ -75,7 +77,9 @@ func serveREST(t *testing.T, reqs ...events.APIGatewayProxyRequest) []answer {
 	t.Helper()
 	return serveAll(t, func(r *idem.Runner, h func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)) (func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), error) {
 		return idemlambda.RESTAPI(r, h)
-	}, func(body string) events.APIGatewayProxyResponse { return events.APIGatewayProxyResponse{StatusCode: 201, Body: body} },
+	}, func(body string) events.APIGatewayProxyResponse {
+		return events.APIGatewayProxyResponse{StatusCode: 201, Body: body}
+	},
 		func(resp events.APIGatewayProxyResponse) answer {
 			return answer{resp.StatusCode, resp.Headers[idemlambda.HeaderReplayed] == "true", resp.Body}
 		}, nil, reqs...)

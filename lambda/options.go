@@ -9,6 +9,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/httprule"
+	"github.com/idemgo/idem/webhook"
 )
 
 // Defaults of the wrappers' options.
@@ -41,8 +42,9 @@ type BatchOption interface {
 
 // HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL,
 // ALB): an Option, or one of WithOptionalKey, WithIdentityHeader,
-// WithKeyHeader, WithKeyBodyField, WithResponseHook and WithWait. Giving it
-// to another wrapper does not compile.
+// WithKeyHeader, WithKeyBodyField, WithEndpoint, WithWebhook,
+// WithResponseHook and WithWait. Giving it to another wrapper does not
+// compile.
 type HTTPOption interface {
 	applyHTTP(*config) error
 }
@@ -75,7 +77,9 @@ type config struct {
 	selectionSet bool
 	envelopes    []Envelope
 	keyParts     []httprule.KeyPart
-	groupTenant  bool // WithMessageGroupTenant
+	groupTenant  bool            // WithMessageGroupTenant
+	endpoint     string          // WithEndpoint
+	sender       *webhook.Sender // WithWebhook
 }
 
 func defaultConfig() config {

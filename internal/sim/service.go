@@ -94,8 +94,10 @@ type Service struct {
 	// store must refuse.
 	Overrun                float64
 	OverrunMin, OverrunMax time.Duration
-	// Success, Transient and Permanent weigh a try's outcome.
-	Success, Transient, Permanent float64
+	// Success, Transient and Permanent weigh a try's outcome; NoRecord a
+	// try that asks to leave no record (core.MarkNoRecord: an HTTP
+	// handler's 401 or 403), whose reservation the runner releases.
+	Success, Transient, Permanent, NoRecord float64
 	// ArrivalGap is the mean time between new deliveries of the service.
 	ArrivalGap time.Duration
 	// ActiveKeys is how many keys receive deliveries at a time; NewKey is
