@@ -46,7 +46,12 @@ const (
 	// delivery runs again.
 	FailedTransiently
 	// OutcomeNotRecorded: the handler succeeded but its success could not
-	// be recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
+	// be recorded, or may have been (ErrOutcomeNotRecorded, ErrLeaseLost):
+	// whether the store applied the write is not known, the store failed
+	// for itself (unavailable, throttled) rather than refusing what the
+	// success commits (see CommitRefused), or the lease was lost. The
+	// handler's work outside the store is done; the key stays in progress
+	// until its lease ends.
 	OutcomeNotRecorded
 	// StoreFailed: the store failed before the handler ran; nothing was
 	// recorded and the handler did not run.
@@ -84,6 +89,18 @@ const (
 	// the handler unprotected, as configured (the HTTP wrappers'
 	// WithOptionalKey); nothing was stored.
 	Unkeyed
+
+	// Verdicts added since are appended here, whatever reaches them, so
+	// that every other verdict keeps its value.
+
+	// CommitRefused: the handler succeeded, but the store refused to
+	// commit its success and certainly wrote nothing (ErrCommitRefused):
+	// the writes it staged were refused as a whole, or its result could
+	// not be kept. A retryable failure is recorded in its place under the
+	// call's lease (if that write fails too, the key stays in progress
+	// until its lease ends); the next delivery runs the handler again.
+	// Batch wrappers report it; HTTP wrappers answer 503.
+	CommitRefused
 )
 
 var verdictNames = [...]string{
@@ -107,6 +124,7 @@ var verdictNames = [...]string{
 	ReplayOmitted:      "replay_omitted",
 	ReplayCorrupt:      "replay_corrupt",
 	Unkeyed:            "unkeyed",
+	CommitRefused:      "commit_refused",
 }
 
 // String returns the verdict's snake_case name, as logs and metrics use it.
@@ -128,10 +146,11 @@ func Verdicts() []Verdict {
 }
 
 // Ran reports whether the handler ran in the call (executed or failed, with
-// or without a recorded outcome, panicked, or ran unkeyed).
+// or without a recorded outcome, its commit refused, panicked, or ran
+// unkeyed).
 func (v Verdict) Ran() bool {
 	switch v {
-	case Executed, FailedPermanently, FailedTransiently, OutcomeNotRecorded, Panicked, Unkeyed:
+	case Executed, FailedPermanently, FailedTransiently, OutcomeNotRecorded, Panicked, Unkeyed, CommitRefused:
 		return true
 	}
 	return false
@@ -141,8 +160,8 @@ func (v Verdict) Ran() bool {
 //   - slog.LevelInfo: the event was handled (Executed, Replayed, Unkeyed);
 //   - slog.LevelError: the handler failed for good, or idem could not
 //     record or read back what it did, and someone must look
-//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked,
-//     ReplayCorrupt);
+//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded,
+//     CommitRefused, Panicked, ReplayCorrupt);
 //   - slog.LevelWarn: every other verdict: the event was not handled now,
 //     and comes back (a store failure, StoreFailed, included), was a
 //     duplicate, or was refused as it was sent.
@@ -154,7 +173,7 @@ func (v Verdict) Level() slog.Level {
 	switch v {
 	case Executed, Replayed, Unkeyed:
 		return slog.LevelInfo
-	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked, ReplayCorrupt:
+	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, CommitRefused, Panicked, ReplayCorrupt:
 		return slog.LevelError
 	}
 	return slog.LevelWarn
@@ -165,7 +184,8 @@ func (v Verdict) Level() slog.Level {
 // apart: VerdictOf(nil) is VerdictUnknown. A handler failure whose record
 // could not be written keeps its failure's verdict (a transient failure
 // stays one to retry); OutcomeNotRecorded is the verdict of a success that
-// could not be recorded.
+// could not be recorded, or may have been, and CommitRefused that of a
+// success whose commit the store refused, certainly writing nothing.
 func VerdictOf(err error) Verdict {
 	var fe *core.FailureError
 	switch {
@@ -179,6 +199,8 @@ func VerdictOf(err error) Verdict {
 		return KeyReused
 	case errors.Is(err, core.ErrInProgress):
 		return InProgress
+	case errors.Is(err, ErrCommitRefused):
+		return CommitRefused
 	case errors.Is(err, ErrTransientFailure):
 		return FailedTransiently
 	case errors.Is(err, core.ErrRetriesExhausted):

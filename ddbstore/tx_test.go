@@ -189,7 +189,11 @@ func TestStagedConditionFailureFailsPermanently(t *testing.T) {
 // motoBucket returns a blob store on a new bucket of the S3 API the SDK's
 // configuration names (AWS_ENDPOINT_URL_S3: moto under testenv), or fails
 // the test when there is none.
-func motoBucket(t *testing.T) *s3blob.Store {
+func motoBucket(t *testing.T) *s3blob.Store { return motoBucketWith(t) }
+
+// motoBucketWith is motoBucket with the S3 client's options changed by
+// opts.
+func motoBucketWith(t *testing.T, opts ...func(*s3.Options)) *s3blob.Store {
 	t.Helper()
 	if os.Getenv("AWS_ENDPOINT_URL_S3") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		t.Fatal("no S3 endpoint: run the test under `testenv -server moto` (or set AWS_ENDPOINT_URL_S3), or set IDEM_SKIP_INTEGRATION=1")
@@ -198,7 +202,7 @@ func motoBucket(t *testing.T) *s3blob.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	client := s3.NewFromConfig(cfg, append([]func(*s3.Options){func(o *s3.Options) { o.UsePathStyle = true }}, opts...)...)
 	bucket := "idem-tx-" + strings.ToLower(rand.Text()[:12])
 	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,8 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 
 // serve is the wrapper: take the key and the payload, run, map the answer.
 // The call is logged and observed once, by the runner, with the request
-// and the status answered (annotate).
+// and the status answered (annotate). The handler's own response is the
+// answer when it ran, unless its commit was refused (idem.CommitRefused).
 func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, error) {
 	req := w.request(event)
 	key, body, early := w.admit(ctx, req, event)
@@ -64,9 +65,15 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	var failed error // the handler's error, answered with a problem
 	var answered Resp
 	actx := idem.WithAnnotation(ctx, func(out idem.Outcome, err error) idem.Annotation {
+		if fresh != nil && out.Verdict == idem.CommitRefused {
+			// The handler's answer describes an outcome the store kept
+			// nothing of: a 503, so that the client's retry runs again.
+			fresh = nil
+		}
 		if fresh != nil {
 			// The handler ran in this call: its response is the truth,
-			// whether or not its outcome could be recorded.
+			// whether or not its outcome could be recorded (but for a
+			// commit refused, above).
 			a := idem.Annotation{Attrs: w.attrs(req, w.fl.view(*fresh).StatusCode)}
 			if failed != nil {
 				a.Attrs = append(a.Attrs, slog.String("handler_error", failed.Error()))

@@ -36,6 +36,7 @@ const (
 	RetriesExhausted = "retries-exhausted"       // 500
 	ResponseOmitted  = "response-not-replayable" // 500
 	StoreUnavailable = "store-unavailable"       // 503
+	CommitRefused    = "commit-refused"          // 503
 	Internal         = "internal-error"          // 500
 )
 
@@ -70,6 +71,7 @@ var specs = map[string]spec{
 	RetriesExhausted: {http.StatusInternalServerError, "Retries exhausted", "Requests with this Idempotency-Key failed with errors to retry (5xx, 408, 429) too often; it will not run again. Use a new key."},
 	ResponseOmitted:  {http.StatusInternalServerError, "Response cannot be replayed", "This request succeeded earlier, but its response was not kept (too large, or streamed), so it cannot be replayed."},
 	StoreUnavailable: {http.StatusServiceUnavailable, "Service unavailable", "The idempotency store failed; retry."},
+	CommitRefused:    {http.StatusServiceUnavailable, "Request not committed", "The request ran, but the store refused to commit its outcome and kept nothing of it; retry with the same Idempotency-Key to run it again."},
 	Internal:         {http.StatusInternalServerError, "Internal error", ""},
 }
 
@@ -104,8 +106,10 @@ func NewAnswer(typ, detail string, v idem.Verdict) Answer {
 }
 
 // Refusal returns the answer to a call whose handler did not run in it and
-// that is not a replay of a stored response, from the runner's verdict and
-// error; now is the wrapper's clock, for Retry-After.
+// that is not a replay of a stored response, or whose handler's answer is
+// not to be given (idem.CommitRefused: its commit was refused, nothing
+// kept), from the runner's verdict and error; now is the wrapper's clock,
+// for Retry-After.
 func Refusal(v idem.Verdict, err error, now time.Time) Answer {
 	var detail string
 	if err != nil {
@@ -129,6 +133,10 @@ func Refusal(v idem.Verdict, err error, now time.Time) Answer {
 		return NewAnswer(InvalidKey, detail, v)
 	case idem.InvalidPayload:
 		return NewAnswer(InvalidBody, detail, v)
+	case idem.CommitRefused:
+		a := NewAnswer(CommitRefused, "", v)
+		a.Header["Retry-After"] = "1"
+		return a
 	case idem.StoreFailed, idem.FailedTransiently:
 		if core.Classify(err, core.DefaultClassifiers...) == core.Transient {
 			a := NewAnswer(StoreUnavailable, "", v)
