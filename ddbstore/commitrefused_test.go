@@ -99,9 +99,14 @@ func (c conflictTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if answer.Status == 0 {
 		answer = fakeaws.DynamoDBTransactionCanceled("None", "TransactionConflict")
 	}
+	return response(req, answer), nil
+}
+
+// response is answer as the client receives it for req.
+func response(req *http.Request, answer fakeaws.Response) *http.Response {
 	return &http.Response{StatusCode: answer.Status, Status: fmt.Sprint(answer.Status), Header: answer.Header,
 		Body: io.NopCloser(strings.NewReader(string(answer.Body))), ContentLength: int64(len(answer.Body)),
-		Request: req, ProtoMajor: 1, ProtoMinor: 1}, nil
+		Request: req, ProtoMajor: 1, ProtoMinor: 1}
 }
 
 // refusalCase is a way DynamoDB (or S3) refuses a staged success, and how
@@ -230,9 +235,7 @@ func (f *s3Faults) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n%2 == 0 {
 		answer = fakeaws.S3Error(http.StatusForbidden, "AccessDenied", "Access Denied")
 	}
-	return &http.Response{StatusCode: answer.Status, Status: fmt.Sprint(answer.Status), Header: answer.Header,
-		Body: io.NopCloser(strings.NewReader(string(answer.Body))), ContentLength: int64(len(answer.Body)),
-		Request: req, ProtoMajor: 1, ProtoMinor: 1}, nil
+	return response(req, answer), nil
 }
 
 // faultyMotoBucket is motoBucket's blob store, whose client (without the

@@ -126,8 +126,8 @@ func TestStagedCommitWhoseAnswerWasLostIsRecognised(t *testing.T) {
 	if err != nil || out.Verdict != idem.Executed {
 		t.Fatalf("Do = %+v, %v; want executed (the retried commit recognised)", out, err)
 	}
-	if n := f.rec.count("TransactWriteItems"); n != 2 {
-		t.Fatalf("TransactWriteItems calls = %d, want 2 (the first applied, its answer lost)", n)
+	if n, reads := f.rec.count("TransactWriteItems"), f.rec.count("GetItem"); n != 1 || reads != 1 {
+		t.Fatalf("TransactWriteItems calls = %d, GetItem %d; want 1 (applied, its answer lost) and 1 (the check that finds it)", n, reads)
 	}
 	if !f.bizExists(t, "lost-1") {
 		t.Fatal("business item absent")
@@ -280,9 +280,20 @@ func TestStagedCallsPerPath(t *testing.T) {
 		return []byte(`3`), ddbstore.Stage(ctx, check)
 	})
 	f.rec.inject(fault{Op: "TransactWriteItems", After: true, Kind: timeout, Times: 1})
-	measure("retried commit recognised", "evt:tx-calls:4", func(ctx context.Context) ([]byte, error) {
+	measure("commit applied, its answer lost", "evt:tx-calls:4", func(ctx context.Context) ([]byte, error) {
 		return []byte(`4`), ddbstore.Stage(ctx, f.bizPut("calls-4"))
 	})
+	f.rec.inject(fault{Op: "TransactWriteItems", After: true, Kind: timeout, Times: 1})
+	f.rec.inject(fault{Op: "GetItem", Kind: unavailable, Times: 1})
+	measure("commit applied, its answer and the check lost", "evt:tx-calls:5", func(ctx context.Context) ([]byte, error) {
+		return []byte(`5`), ddbstore.Stage(ctx, f.bizPut("calls-5"))
+	})
+	conflicts := true
+	f.rec.inner = conflictTransport{inner: f.rec.inner, on: func() bool { return conflicts }}
+	measure("commit refused: `commit_refused`", "evt:tx-calls:6", func(ctx context.Context) ([]byte, error) {
+		return []byte(`6`), ddbstore.Stage(ctx, f.bizPut("calls-6"))
+	})
+	conflicts = false
 	for path := range rows {
 		t.Errorf("the table's path %q is not measured", path)
 	}

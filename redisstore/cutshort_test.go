@@ -3,11 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,75 +12,13 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// cutProxy is a TCP proxy to a Redis server that, once armed, passes only
-// the first byte of the server's next reply and then closes (or resets)
-// the client's connection: the command ran, and its reply was cut short.
-type cutProxy struct {
-	addr  string
-	armed atomic.Bool
-	reset bool
-}
-
-func newCutProxy(t *testing.T, server string, reset bool) *cutProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{addr: l.Addr().String(), reset: reset}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			client, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); p.serve(client, server) }()
-		}
-	}()
-	return p
-}
-
-func (p *cutProxy) serve(client net.Conn, server string) {
-	defer client.Close()
-	up, err := net.Dial("tcp", server)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	go func() { _, _ = io.Copy(up, client); _ = up.Close() }()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := up.Read(buf)
-		if n > 0 && p.armed.CompareAndSwap(true, false) {
-			_, _ = client.Write(buf[:1])
-			if tc, ok := client.(*net.TCPConn); ok && p.reset {
-				_ = tc.SetLinger(0)
-			}
-			return
-		}
-		if n > 0 {
-			if _, werr := client.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // TestCutShortRepliesAreRecognised: Redis replies to a script in one
 // RESP value, and go-redis reads an error reply only whole, so a reply cut
 // short is never taken for the server's answer: it is a transport failure
 // (io.ErrUnexpectedEOF, or a reset), ErrUnavailable and possibly applied,
 // and the store reads the key to recognise its own write (core.SameWrite)
 // before it calls the write failed. Through a proxy that lets the script
-// run and cuts its reply after one byte.
+// run and cuts its reply after one byte (lossyProxy).
 func TestCutShortRepliesAreRecognised(t *testing.T) {
 	t.Parallel()
 	integration(t)
@@ -93,8 +26,9 @@ func TestCutShortRepliesAreRecognised(t *testing.T) {
 		name := map[bool]string{false: "closed", true: "reset"}[reset]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			p := newCutProxy(t, os.Getenv("IDEM_REDIS_ADDR"), reset)
-			s := newStore(t, newClient(t, p.addr, nil, func(o *redis.Options) { o.MaxRetries = -1 }))
+			p := startLossyProxy(t, newClient(t, "", nil).Options().Addr)
+			p.keep, p.reset = 1, reset
+			s := newStore(t, newClient(t, p.addr(), nil, func(o *redis.Options) { o.MaxRetries = -1 }))
 			ctx, now := context.Background(), time.Now().Truncate(time.Millisecond)
 			// The scripts are loaded (EVAL) before the replies are cut, so
 			// that the cut reply is the script's own.
