@@ -43,7 +43,7 @@ const (
 	// FailedTransiently: the handler failed transiently (ErrTransientFailure):
 	// the failure was recorded as retryable, or, if that write failed, the
 	// key stays in progress until its lease ends; either way a later
-	// delivery runs again.
+	// delivery runs again. See also FailedUnclassified.
 	FailedTransiently
 	// OutcomeNotRecorded: the handler succeeded but its success could not
 	// be recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
@@ -84,6 +84,16 @@ const (
 	// the handler unprotected, as configured (the HTTP wrappers'
 	// WithOptionalKey); nothing was stored.
 	Unkeyed
+
+	// FailedUnclassified: the handler failed with an error that no mark
+	// and no classifier knows (ErrUnclassifiedFailure; core.Unclassified),
+	// such as a plain errors.New: not retried in the call, recorded as a
+	// retryable failure (or, if that write failed, the key stays in
+	// progress until its lease ends), so that a later delivery runs again,
+	// as for FailedTransiently. Logged at ERROR: the error may be a bug,
+	// and says what it is to nobody; classify it (core.MarkTransient,
+	// core.MarkPermanent, idem.WithClassifiers).
+	FailedUnclassified
 )
 
 var verdictNames = [...]string{
@@ -107,6 +117,7 @@ var verdictNames = [...]string{
 	ReplayOmitted:      "replay_omitted",
 	ReplayCorrupt:      "replay_corrupt",
 	Unkeyed:            "unkeyed",
+	FailedUnclassified: "failed_unclassified",
 }
 
 // String returns the verdict's snake_case name, as logs and metrics use it.
@@ -131,7 +142,7 @@ func Verdicts() []Verdict {
 // or without a recorded outcome, panicked, or ran unkeyed).
 func (v Verdict) Ran() bool {
 	switch v {
-	case Executed, FailedPermanently, FailedTransiently, OutcomeNotRecorded, Panicked, Unkeyed:
+	case Executed, FailedPermanently, FailedTransiently, FailedUnclassified, OutcomeNotRecorded, Panicked, Unkeyed:
 		return true
 	}
 	return false
@@ -139,10 +150,10 @@ func (v Verdict) Ran() bool {
 
 // Level is the level of the log record of a call with verdict v:
 //   - slog.LevelInfo: the event was handled (Executed, Replayed, Unkeyed);
-//   - slog.LevelError: the handler failed for good, or idem could not
-//     record or read back what it did, and someone must look
-//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked,
-//     ReplayCorrupt);
+//   - slog.LevelError: the handler failed for good, or with an error
+//     nobody classified, or idem could not record or read back what it
+//     did, and someone must look (FailedPermanently, FailedUnclassified,
+//     RetriesExhausted, OutcomeNotRecorded, Panicked, ReplayCorrupt);
 //   - slog.LevelWarn: every other verdict: the event was not handled now,
 //     and comes back (a store failure, StoreFailed, included), was a
 //     duplicate, or was refused as it was sent.
@@ -154,7 +165,7 @@ func (v Verdict) Level() slog.Level {
 	switch v {
 	case Executed, Replayed, Unkeyed:
 		return slog.LevelInfo
-	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked, ReplayCorrupt:
+	case FailedPermanently, FailedUnclassified, RetriesExhausted, OutcomeNotRecorded, Panicked, ReplayCorrupt:
 		return slog.LevelError
 	}
 	return slog.LevelWarn
@@ -181,6 +192,8 @@ func VerdictOf(err error) Verdict {
 		return InProgress
 	case errors.Is(err, ErrTransientFailure):
 		return FailedTransiently
+	case errors.Is(err, ErrUnclassifiedFailure):
+		return FailedUnclassified
 	case errors.Is(err, core.ErrRetriesExhausted):
 		return RetriesExhausted
 	case errors.As(err, &fe) && fe.Replayed:
