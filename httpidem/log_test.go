@@ -78,3 +78,25 @@ func TestOneRecordPerRequest(t *testing.T) {
 		t.Errorf("observed %v, want %v", obs.obs, want)
 	}
 }
+
+// A request let through without a key whose handler panics is reported as
+// panicked, as a keyed one is: one log record, one observation; the panic
+// goes on to the server.
+func TestUnkeyedPanicIsReported(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	var obs observed
+	e := newEnv(t, nil, idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), idem.WithObserver(&obs))
+	url := e.serve(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") }))
+	req, _ := http.NewRequest("DELETE", url+"/orders/1", nil) // no key, none required: let through
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Errorf("answered %s, want the connection closed by the re-raised panic", resp.Status)
+	}
+	if want := []string{"panicked"}; !slices.Equal(obs.obs, want) {
+		t.Errorf("observed %v, want %v", obs.obs, want)
+	}
+	if log := logs.b.String(); !strings.Contains(log, `"verdict":"panicked"`) || !strings.Contains(log, "handler bug") || !strings.Contains(log, `"level":"ERROR"`) {
+		t.Errorf("log = %q, want an ERROR record of the panic", log)
+	}
+}
