@@ -9,10 +9,12 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// Handler errors of the simulated handler.
+// Handler errors of the simulated handler: marked transient, marked
+// permanent, and ordinary (no mark, no classifier knows it).
 var (
 	errTransient = errors.New("sim: handler failed transiently")
 	errPermanent = errors.New("sim: handler failed permanently")
+	errOrdinary  = errors.New("sim: handler failed with an ordinary error")
 )
 
 // handle is the simulated handler: one try of a drawn duration and outcome,
@@ -82,10 +84,10 @@ func (c *call) ctxErr() error {
 }
 
 // outcome draws what the try returns: a result, a transient failure (now
-// and then with a Retry-After) or a permanent one.
+// and then with a Retry-After), a permanent one or an ordinary error.
 func (c *call) outcome(tr *try) ([]byte, error) {
 	s, sv := c.t.s, c.d.sv
-	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent)
+	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent + sv.Ordinary)
 	switch {
 	case r < sv.Success:
 		c.lastTry = trySuccess
@@ -96,7 +98,10 @@ func (c *call) outcome(tr *try) ([]byte, error) {
 			return nil, core.MarkTransientAfter(errTransient, s.between(0, 3*time.Second))
 		}
 		return nil, core.MarkTransient(errTransient)
+	case r < sv.Success+sv.Transient+sv.Permanent:
+		c.lastTry = tryPermanent
+		return nil, core.MarkPermanent(errPermanent)
 	}
-	c.lastTry = tryPermanent
-	return nil, errPermanent
+	c.lastTry = tryOrdinary
+	return nil, errOrdinary
 }

@@ -38,6 +38,10 @@ func (s *simulation) checkOutcome(c *call, out idem.Outcome, err error) outClass
 		if errors.As(err, &fe) && fe.Replayed && !ks.permanent {
 			s.violate(Outcome, ks, "delivery %d replayed a permanent failure that was never recorded: %v", c.d.id, err)
 		}
+	case outUnclassified:
+		if c.lastTry != tryOrdinary {
+			s.violate(Classification, ks, "delivery %d ended failed_unclassified, but its last try's error was classified (%v): %v", c.d.id, c.lastTry, err)
+		}
 	case outOther:
 		s.violate(Outcome, ks, "delivery %d ended with an undocumented error: %v", c.d.id, err)
 	}
@@ -87,6 +91,7 @@ const (
 	outPermanent
 	outExhausted
 	outTransient
+	outUnclassified
 	outNotRecorded
 	outStoreError
 	outOther
@@ -107,6 +112,8 @@ func classify(err error) outClass {
 		return outExhausted
 	case errors.Is(err, idem.ErrTransientFailure):
 		return outTransient
+	case errors.Is(err, idem.ErrUnclassifiedFailure):
+		return outUnclassified
 	case errors.Is(err, core.ErrPermanentFailure):
 		return outPermanent
 	case errors.Is(err, ErrInjected) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -124,7 +131,7 @@ func (st *Stats) count(c outClass, out idem.Outcome) {
 	}
 	p := [...]*int{outSuccess: &st.Successes, outReplay: &st.Replays, outInProgress: &st.InProgress,
 		outKeyReused: &st.KeyReused, outPermanent: &st.Permanent, outExhausted: &st.Exhausted,
-		outTransient: &st.Transient, outNotRecorded: &st.NotRecorded, outStoreError: &st.StoreErrors,
+		outTransient: &st.Transient, outUnclassified: &st.Unclassified, outNotRecorded: &st.NotRecorded, outStoreError: &st.StoreErrors,
 		outOther: &st.Undocumented}
 	if c != outCrash {
 		*p[c]++
