@@ -133,6 +133,13 @@ func TestQueueTheSourcesLimitIsTheLimit(t *testing.T) {
 	}
 
 	log := fn.Log()
+	metrics := map[string]int{} // EMF documents per verdict: one per call
+	for _, doc := range emfDocuments(log) {
+		metrics[fmt.Sprint(doc["Verdict"])]++
+	}
+	if want := map[string]int{"executed": 1, "failed_transiently": 2*limit - 1, "failed_unclassified": limit, "missing_key": limit}; !maps.Equal(metrics, want) {
+		t.Errorf("EMF documents per verdict = %v, want %v", metrics, want)
+	}
 	for name, body := range bodies {
 		key, _ := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: body})
 		got := receivesOf(log, ids[name], key)
