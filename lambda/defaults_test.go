@@ -264,19 +264,30 @@ func TestStreamDefaultsCheckpointWhatDidNotSucceed(t *testing.T) {
 	}
 }
 
-// checkpointTwice delivers recs twice through the stream wrapper build
-// makes, with no option, and checks that the second record, whose verdict
-// is want (then replayed_failure, for a failure), is the checkpoint both
-// times and that the record after it never runs.
-func checkpointTwice[R any](t *testing.T, recs []R, build func(e *env, h *streamHandler, opts []idemlambda.BatchOption) (func(context.Context, []R) ([]string, error), error), want string) {
+// streamBuild makes a stream wrapper over e with h's behaviours.
+type streamBuild[R any] func(e *env, h *streamHandler, opts []idemlambda.BatchOption) (func(context.Context, []R) ([]string, error), error)
+
+// observedStream makes the stream wrapper build makes, with no option, over
+// an env whose verdicts obs records.
+func observedStream[R any](t *testing.T, build streamBuild[R]) (func(context.Context, []R) ([]string, error), *env, *streamHandler, *observed) {
 	t.Helper()
-	var obs observed
-	e := newEnv(t, idem.WithObserver(&obs))
+	obs := &observed{}
+	e := newEnv(t, idem.WithObserver(obs))
 	h := &streamHandler{clock: e.clock}
 	handle, err := build(e, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return handle, e, h, obs
+}
+
+// checkpointTwice delivers recs twice through the stream wrapper build
+// makes, with no option, and checks that the second record, whose verdict
+// is want (then replayed_failure, for a failure), is the checkpoint both
+// times and that the record after it never runs.
+func checkpointTwice[R any](t *testing.T, recs []R, build streamBuild[R], want string) {
+	t.Helper()
+	handle, e, h, obs := observedStream(t, build)
 	for delivery := 1; delivery <= 2; delivery++ {
 		got, _ := handle(e.ctx(t, time500s), recs)
 		if !slices.Equal(got, cp(2)) {
@@ -309,15 +320,9 @@ func TestStreamOrdinaryErrorMovesOnOnceTheRecordSucceeds(t *testing.T) {
 // the shard has none, and checks that the second record, which fails twice
 // with an ordinary error, ran on each delivery and that the third ran once
 // after it succeeded.
-func moveOn[R any](t *testing.T, recs []R, build func(e *env, h *streamHandler, opts []idemlambda.BatchOption) (func(context.Context, []R) ([]string, error), error)) {
+func moveOn[R any](t *testing.T, recs []R, build streamBuild[R]) {
 	t.Helper()
-	var obs observed
-	e := newEnv(t, idem.WithObserver(&obs))
-	h := &streamHandler{clock: e.clock}
-	handle, err := build(e, h, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	handle, e, h, obs := observedStream(t, build)
 	batch := recs
 	var got [][]string
 	for delivery := 1; delivery <= 5 && len(batch) > 0; delivery++ {
