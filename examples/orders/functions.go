@@ -118,7 +118,9 @@ var (
 // status.
 type warehouseDown struct{}
 
-func (warehouseDown) Error() string       { return "orders: warehouse answered 503 Service Unavailable (test hook)" }
+func (warehouseDown) Error() string {
+	return "orders: warehouse answered 503 Service Unavailable (test hook)"
+}
 func (warehouseDown) HTTPStatusCode() int { return 503 }
 
 func appendLedger(ctx context.Context, d Deps, msg events.SQSMessage) ([]byte, error) {
