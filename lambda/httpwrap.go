@@ -208,6 +208,7 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 // through that the wrapper cannot identify (ErrUnidentifiedCaller): the
 // cause is the server's configuration, which the log record names.
 const unidentifiedDetail = "The caller of this request cannot be identified, so its idempotency key cannot be kept apart from other callers' keys; it was not run."
+
 // unkeyed runs the handler for a request without a key, let through
 // unprotected (WithOptionalKey), and reports it: idem.Unkeyed, or
 // idem.Panicked when the handler panics, whose panic goes on to the
