@@ -52,9 +52,9 @@ func TestCompleteStagedRefusals(t *testing.T) {
 			"User: arn:aws:sts::123456789012:assumed-role/orders/fn is not authorized to perform: dynamodb:PutItem on resource: arn:aws:dynamodb:eu-west-1:123456789012:table/ledger"),
 			true, core.Permanent, ddbstore.ErrAccessDenied, false},
 		{"an unknown cancellation reason", fakeaws.DynamoDBTransactionCanceled("None", "ItemCollectionSizeLimitExceeded"), true, core.Permanent, ddbstore.ErrInvalidRequest, false},
-		{"a staged item's own condition", fakeaws.DynamoDBTransactionCanceled("None", "ConditionalCheckFailed"), false, core.Permanent, idem.ErrStagedConditionFailed, false},
+		{"a staged item's own condition", fakeaws.DynamoDBTransactionCanceled("None", "ConditionalCheckFailed"), false, core.Unclassified, idem.ErrStagedConditionFailed, false},
 		{"the record's condition: another holder", fakeaws.JSONResponse(400, []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException",`+
-			`"message":"Transaction cancelled","CancellationReasons":[{"Code":"ConditionalCheckFailed","Item":`+other+`},{"Code":"None"}]}`)), false, core.Permanent, idem.ErrLeaseLost, false},
+			`"message":"Transaction cancelled","CancellationReasons":[{"Code":"ConditionalCheckFailed","Item":`+other+`},{"Code":"None"}]}`)), false, core.Unclassified, idem.ErrLeaseLost, false},
 		{"500: may have been applied", ddb(500, "InternalServerError", "Internal server error"), false, core.Transient, ddbstore.ErrUnavailable, true},
 		{"a conflict reply cut short: may have been applied", fakeaws.Truncated(fakeaws.DynamoDBTransactionCanceled("None", "TransactionConflict"), 40), false, core.Transient, ddbstore.ErrUnavailable, true},
 	}
