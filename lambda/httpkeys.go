@@ -1,8 +1,12 @@
 package idemlambda
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/httprule"
 )
 
@@ -60,4 +64,42 @@ func WithKeyBodyField(path string) HTTPOption {
 		c.keyParts = append(c.keyParts, p)
 		return nil
 	})
+}
+
+// RequestKey returns the stored key of req as the HTTP wrapper of its type
+// (RESTAPI, HTTPAPI, FunctionURL, ALB) given opts computes it: the key
+// sources of WithKeyHeader and WithKeyBodyField (by default the
+// Idempotency-Key header), hashed with the caller identity the request
+// carries (and WithIdentityHeader's), so that operators' tools find the
+// record of a request (KeyConfig.HTTPOptions gives the options of a key
+// configuration). Options other than those are accepted and do not change
+// the key. A request without its key's source is an error wrapping
+// ErrMissingKey (the wrapper answered 400, or ran it unkeyed with
+// WithOptionalKey); an unusable source wraps core.ErrInvalidKey, and a body
+// that a body field cannot be read from, core.ErrInvalidPayload: the
+// wrapper stored nothing for either.
+func RequestKey[Req HTTPRequest](req Req, opts ...HTTPOption) (string, error) {
+	cfg, err := configure(opts, HTTPOption.applyHTTP)
+	if err != nil {
+		return "", err
+	}
+	var r httpRequest
+	switch v := any(req).(type) {
+	case events.APIGatewayProxyRequest:
+		r = restRequest(v)
+	case events.APIGatewayV2HTTPRequest:
+		r = httpAPIRequest(v)
+	case events.LambdaFunctionURLRequest:
+		r = functionURLRequest(v)
+	case events.ALBTargetGroupRequest:
+		r = albRequest(v)
+	}
+	key, _, bodyErr, err := cfg.requestKey(cfg.withIdentityHeader(r))
+	switch {
+	case bodyErr != nil:
+		return "", fmt.Errorf("%w: %w", core.ErrInvalidPayload, bodyErr)
+	case errors.Is(err, httprule.ErrNoKey):
+		return "", fmt.Errorf("%w: %w", ErrMissingKey, err)
+	}
+	return key, err
 }

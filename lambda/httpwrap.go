@@ -101,8 +101,13 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 // request is the event's view, with the identity header of
 // WithIdentityHeader added to the caller identity.
 func (w *httpWrapper[Req, Resp]) request(event Req) httpRequest {
-	req := w.fl.request(event)
-	if name := w.cfg.identityHeader; name != "" {
+	return w.cfg.withIdentityHeader(w.fl.request(event))
+}
+
+// withIdentityHeader returns req with the identity header of
+// WithIdentityHeader added to its caller identity.
+func (c *config) withIdentityHeader(req httpRequest) httpRequest {
+	if name := c.identityHeader; name != "" {
 		var vals []string
 		for k, vs := range req.multi {
 			if strings.EqualFold(k, name) {
@@ -117,6 +122,24 @@ func (w *httpWrapper[Req, Resp]) request(event Req) httpRequest {
 		req.identity = addIdentity(req.identity, "header:"+strings.ToLower(name), strings.Join(vals, ","))
 	}
 	return req
+}
+
+// requestKey returns the stored key of req under c's key sources
+// (WithKeyHeader, WithKeyBodyField; by default the Idempotency-Key header),
+// hashed with its caller identity, and its body where a source needed it
+// decoded. bodyErr is a body that could not be decoded for a source; err
+// is FindKey's (wrapping httprule.ErrNoKey or core.ErrInvalidKey).
+func (c *config) requestKey(req httpRequest) (key string, body []byte, bodyErr, err error) {
+	if httprule.NeedsBody(c.keyParts) {
+		if body, bodyErr = DecodeBody(req.body, req.base64); bodyErr != nil {
+			return "", nil, bodyErr, nil
+		}
+	}
+	rk, err := httprule.FindKey(c.keyParts, req.headers, req.multi, body)
+	if err == nil {
+		key, err = rk.Stored(req.identity)
+	}
+	return key, body, nil, err
 }
 
 // run runs the handler: its response, with a StatusCode of 0 made 200, or
@@ -148,14 +171,9 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 	invalidBody := func(err error) *Resp {
 		return w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), key, err)
 	}
-	if httprule.NeedsBody(w.cfg.keyParts) {
-		if err := decode(); err != nil {
-			return "", nil, invalidBody(err)
-		}
-	}
-	rk, err := httprule.FindKey(w.cfg.keyParts, req.headers, req.multi, body)
-	if err == nil {
-		key, err = rk.Stored(req.identity)
+	key, body, bodyErr, err := w.cfg.requestKey(req)
+	if bodyErr != nil {
+		return "", nil, invalidBody(bodyErr)
 	}
 	switch {
 	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:

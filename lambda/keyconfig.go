@@ -1,0 +1,265 @@
+package idemlambda
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemgo/idem/core"
+)
+
+// KeyConfig is a wrapper's key configuration as data: what makes the
+// stored key of a message or a request, in a form that a function's code
+// and the operator's tools both read, so that the two cannot drift. The
+// function builds its wrapper from it (Source and BatchOptions for SQS and
+// SNS, HTTPOptions for the HTTP wrappers); the idem command reads the same
+// JSON file (--key-config) and computes a message's key with MessageKey, a
+// request's with RequestKey, exactly as the wrapper does.
+//
+//	{"action": "ship-order", "key": ["attribute:tenant", "body:order_id"], "envelopes": ["sns"]}
+//	{"key": ["header:X-GitHub-Delivery"]}
+//	{"key": ["body:id"], "fingerprint_ignore": ["pending_webhooks"]}
+//
+// A KeyConfig is a plain value, safe to copy and to use concurrently. Its
+// zero value is the HTTP wrappers' default (the Idempotency-Key header);
+// the batch wrappers need Action and Key.
+type KeyConfig struct {
+	// Action is the action of the SQS and SNS wrappers (their action
+	// argument; EventKey hashes it with the event's identity).
+	Action string `json:"action,omitempty"`
+	// Key lists where the key's identity is found, in order; more than one
+	// make a composite key (KeyFromAll for SQS and SNS; WithKeyHeader and
+	// WithKeyBodyField given in that order for HTTP). Each is one of:
+	// "body:PATH" (KeyFromBodyField; HTTP: WithKeyBodyField), a dotted path
+	// into the JSON body; "attribute:NAME" (KeyFromAttribute); "dedup"
+	// (KeyFromDeduplicationID); "message-id" (KeyFromMessageID);
+	// "header:NAME" (HTTP: WithKeyHeader). Empty, for HTTP, is the
+	// Idempotency-Key header.
+	Key []string `json:"key,omitempty"`
+	// Envelopes are taken off every message body before the key is read,
+	// outermost first (WithEnvelope): "sns" (SNSEnvelope), "eventbridge"
+	// (EventBridgeEnvelope). SQS and SNS only.
+	Envelopes []string `json:"envelopes,omitempty"`
+	// FingerprintSelect and FingerprintIgnore choose the payload's fields
+	// the fingerprint covers (WithFingerprintSelection with
+	// core.SelectFields or core.IgnoreFields); at most one of them.
+	FingerprintSelect []string `json:"fingerprint_select,omitempty"`
+	FingerprintIgnore []string `json:"fingerprint_ignore,omitempty"`
+	// IdentityHeader adds a trusted header to the caller identity that
+	// scopes the keys (WithIdentityHeader). HTTP only.
+	IdentityHeader string `json:"identity_header,omitempty"`
+	// KeyPrefix is the store's key prefix, part of every stored key: give
+	// it to ddbstore.WithKeyPrefix (the idem command's --key-prefix).
+	KeyPrefix string `json:"key_prefix,omitempty"`
+}
+
+// ParseKeyConfig reads a KeyConfig from one JSON object. A field it does
+// not know is an error (a misspelt field is never silently ignored), and
+// so is any value Check refuses.
+func ParseKeyConfig(data []byte) (KeyConfig, error) {
+	var k KeyConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&k); err != nil {
+		return KeyConfig{}, fmt.Errorf("idemlambda: key configuration: %w", err)
+	}
+	if dec.More() {
+		return KeyConfig{}, errors.New("idemlambda: key configuration: more than one JSON value")
+	}
+	return k, k.Check()
+}
+
+// Check reports what in k no wrapper accepts: an unknown key source or
+// envelope, a bad path, both fingerprint fields, an action or an identity
+// header that is not one. Whether k suits a batch or an HTTP wrapper is
+// checked by Source, BatchOptions and HTTPOptions.
+func (k KeyConfig) Check() error {
+	for _, s := range k.Key {
+		if _, err := parseKeySpec(s); err != nil {
+			return err
+		}
+	}
+	if _, err := k.envelopes(); err != nil {
+		return err
+	}
+	if _, err := k.selection(); err != nil {
+		return err
+	}
+	if k.Action != "" {
+		if _, err := EventKey("probe", k.Action); err != nil {
+			return fmt.Errorf("idemlambda: key configuration: action %q: %w", k.Action, err)
+		}
+	}
+	if k.IdentityHeader != "" {
+		if err := WithIdentityHeader(k.IdentityHeader).applyHTTP(&config{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keySpec is one parsed entry of KeyConfig.Key.
+type keySpec struct{ kind, arg string }
+
+func parseKeySpec(s string) (keySpec, error) {
+	kind, arg, hasArg := strings.Cut(s, ":")
+	switch {
+	case hasArg && arg != "" && (kind == "body" || kind == "attribute" || kind == "header"):
+	case !hasArg && (s == "dedup" || s == "message-id"):
+	default:
+		return keySpec{}, fmt.Errorf("idemlambda: key configuration: key source %q: want body:PATH, attribute:NAME, header:NAME, dedup or message-id", s)
+	}
+	return keySpec{kind: kind, arg: arg}, nil
+}
+
+// Source returns the SQS and SNS wrappers' key source: Key's sources, made
+// one with KeyFromAll when there are several.
+func (k KeyConfig) Source() (KeySource, error) {
+	if len(k.Key) == 0 {
+		return KeySource{}, errors.New("idemlambda: key configuration: no key source (key): an SQS or SNS wrapper needs one")
+	}
+	sources := make([]KeySource, 0, len(k.Key))
+	for _, s := range k.Key {
+		spec, err := parseKeySpec(s)
+		if err != nil {
+			return KeySource{}, err
+		}
+		switch spec.kind {
+		case "body":
+			sources = append(sources, KeyFromBodyField(spec.arg))
+		case "attribute":
+			sources = append(sources, KeyFromAttribute(spec.arg))
+		case "dedup":
+			sources = append(sources, KeyFromDeduplicationID())
+		case "message-id":
+			sources = append(sources, KeyFromMessageID())
+		default:
+			return KeySource{}, fmt.Errorf("idemlambda: key configuration: key source %q is an HTTP wrapper's, not a message's", s)
+		}
+	}
+	if len(sources) == 1 {
+		return sources[0], nil
+	}
+	return KeyFromAll(sources...), nil
+}
+
+// BatchOptions returns the SQS and SNS wrappers' options of k: WithEnvelope
+// and WithFingerprintSelection, as k sets them.
+func (k KeyConfig) BatchOptions() ([]BatchOption, error) {
+	if k.IdentityHeader != "" {
+		return nil, errors.New("idemlambda: key configuration: identity_header is an HTTP wrapper's; a message has no caller identity")
+	}
+	envs, err := k.envelopes()
+	if err != nil {
+		return nil, err
+	}
+	var opts []BatchOption
+	if len(envs) > 0 {
+		opts = append(opts, WithEnvelope(envs...))
+	}
+	if sel, err := k.selection(); err != nil {
+		return nil, err
+	} else if !sel.IsZero() {
+		opts = append(opts, WithFingerprintSelection(sel))
+	}
+	return opts, nil
+}
+
+// HTTPOptions returns the HTTP wrappers' options of k: WithKeyHeader and
+// WithKeyBodyField for its key sources, WithIdentityHeader and
+// WithFingerprintSelection.
+func (k KeyConfig) HTTPOptions() ([]HTTPOption, error) {
+	if k.Action != "" || len(k.Envelopes) > 0 {
+		return nil, errors.New("idemlambda: key configuration: action and envelopes are the SQS and SNS wrappers'; an HTTP wrapper takes neither")
+	}
+	var opts []HTTPOption
+	for _, s := range k.Key {
+		spec, err := parseKeySpec(s)
+		if err != nil {
+			return nil, err
+		}
+		switch spec.kind {
+		case "header":
+			opts = append(opts, WithKeyHeader(spec.arg))
+		case "body":
+			opts = append(opts, WithKeyBodyField(spec.arg))
+		default:
+			return nil, fmt.Errorf("idemlambda: key configuration: key source %q is a message's, not an HTTP request's", s)
+		}
+	}
+	if k.IdentityHeader != "" {
+		opts = append(opts, WithIdentityHeader(k.IdentityHeader))
+	}
+	if sel, err := k.selection(); err != nil {
+		return nil, err
+	} else if !sel.IsZero() {
+		opts = append(opts, WithFingerprintSelection(sel))
+	}
+	return opts, nil
+}
+
+// MessageKey returns the stored key of an SQS message (or of an SNS record
+// as SNSMessage gives it) as the SQS or SNS wrapper built from k computes
+// it: the envelopes taken off, then EventKey of the identity that the key
+// source finds and the action. The error is the message's key error
+// (wrapping ErrMissingKey, and ErrNotEnveloped for a body outside its
+// envelope), or k's own. The store's key prefix (KeyPrefix) is not part of
+// it: the store adds it.
+func (k KeyConfig) MessageKey(msg events.SQSMessage) (string, error) {
+	src, err := k.Source()
+	if err != nil {
+		return "", err
+	}
+	opts, err := k.BatchOptions()
+	if err != nil {
+		return "", err
+	}
+	cfg, err := configure(opts, BatchOption.applyBatch)
+	if err != nil {
+		return "", err
+	}
+	if _, err := EventKey("probe", k.Action); err != nil {
+		return "", fmt.Errorf("idemlambda: key configuration: action %q: %w", k.Action, err)
+	}
+	w := &sqsWrapper{action: k.Action, source: src, cfg: cfg}
+	rec := w.prepare(msg)
+	return rec.key, rec.keyErr
+}
+
+// envelopes returns the Envelopes k names.
+func (k KeyConfig) envelopes() ([]Envelope, error) {
+	envs := make([]Envelope, 0, len(k.Envelopes))
+	for _, name := range k.Envelopes {
+		switch name {
+		case "sns":
+			envs = append(envs, SNSEnvelope())
+		case "eventbridge":
+			envs = append(envs, EventBridgeEnvelope())
+		default:
+			return nil, fmt.Errorf("idemlambda: key configuration: envelope %q: want sns or eventbridge", name)
+		}
+	}
+	return envs, nil
+}
+
+// selection returns the fingerprint selection k names (the zero Selection
+// for none).
+func (k KeyConfig) selection() (core.Selection, error) {
+	var sel core.Selection
+	switch {
+	case len(k.FingerprintSelect) > 0 && len(k.FingerprintIgnore) > 0:
+		return sel, errors.New("idemlambda: key configuration: fingerprint_select and fingerprint_ignore together: give one")
+	case len(k.FingerprintSelect) > 0:
+		sel = core.SelectFields(k.FingerprintSelect...)
+	default:
+		sel = core.IgnoreFields(k.FingerprintIgnore...)
+	}
+	if err := sel.Err(); err != nil {
+		return sel, fmt.Errorf("idemlambda: key configuration: %w", err)
+	}
+	return sel, nil
+}
