@@ -210,24 +210,50 @@ func (k KeyConfig) HTTPOptions() ([]HTTPOption, error) {
 // envelope), or k's own. The store's key prefix (KeyPrefix) is not part of
 // it: the store adds it.
 func (k KeyConfig) MessageKey(msg events.SQSMessage) (string, error) {
-	src, err := k.Source()
+	w, err := k.sqsWrapper()
 	if err != nil {
 		return "", err
+	}
+	rec := w.prepare(msg)
+	return rec.key, rec.keyErr
+}
+
+// MessageFingerprint returns the payload fingerprint that the SQS or SNS
+// wrapper built from k stores beside the key of msg: its body once the
+// envelopes are off (an EventBridge event's detail with its type), under
+// k's fingerprint selection. A record whose fingerprint differs holds
+// another payload under the same key: the wrapper answers the message
+// key_reused. A runner's own selection (idem.WithFingerprintSelection) is
+// not part of a key configuration: a function that sets one must put it in
+// the configuration instead for the two to agree. The error is that of a
+// payload the wrapper refuses (invalid_payload), or k's own.
+func (k KeyConfig) MessageFingerprint(msg events.SQSMessage) (string, error) {
+	w, err := k.sqsWrapper()
+	if err != nil {
+		return "", err
+	}
+	return w.payloadFingerprint()(w.prepare(msg).payload)
+}
+
+// sqsWrapper is the SQS wrapper of k, without a runner or a handler: what
+// computes a message's key and payload.
+func (k KeyConfig) sqsWrapper() (*sqsWrapper, error) {
+	src, err := k.Source()
+	if err != nil {
+		return nil, err
 	}
 	opts, err := k.BatchOptions()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	cfg, err := configure(opts, BatchOption.applyBatch)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if _, err := EventKey("probe", k.Action); err != nil {
-		return "", fmt.Errorf("idemlambda: key configuration: action %q: %w", k.Action, err)
+		return nil, fmt.Errorf("idemlambda: key configuration: action %q: %w", k.Action, err)
 	}
-	w := &sqsWrapper{action: k.Action, source: src, cfg: cfg}
-	rec := w.prepare(msg)
-	return rec.key, rec.keyErr
+	return &sqsWrapper{action: k.Action, source: src, cfg: cfg}, nil
 }
 
 // envelopes returns the Envelopes k names.

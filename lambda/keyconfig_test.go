@@ -196,3 +196,39 @@ func TestKeyConfigKeyErrors(t *testing.T) {
 		t.Errorf("a body that is not JSON: %v, want ErrMissingKey (the wrapper's missing-key-source)", err)
 	}
 }
+
+// MessageFingerprint is the fingerprint the wrapper stores: a message
+// published again with only an ignored field changed has the record's own;
+// another payload under the same key has another.
+func TestKeyConfigMessageFingerprint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	kc := mustParse(t, `{"action":"print-label","key":["body:order.id"],"envelopes":["eventbridge"],"fingerprint_ignore":["at"]}`)
+	src, _ := kc.Source()
+	opts, _ := kc.BatchOptions()
+	h, err := idemlambda.SQS(e.runner, kc.Action, src, func(context.Context, events.SQSMessage) ([]byte, error) { return nil, nil }, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(at, total string) events.SQSMessage {
+		return events.SQSMessage{MessageId: "m-" + at, Body: `{"version":"0","id":"` + at + `","detail-type":"OrderPlaced","source":"shop","account":"1",` +
+			`"time":"` + at + `","region":"us-east-1","resources":[],"detail":{"order":{"id":"ord_9"},"total":` + total + `,"at":"` + at + `"}}`}
+	}
+	if _, err := h(e.ctx(t, time.Minute), events.SQSEvent{Records: []events.SQSMessage{event("t1", "12")}}); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := kc.MessageKey(event("t1", "12"))
+	rec, err := e.store.Get(context.Background(), key, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		msg  events.SQSMessage
+		same bool
+	}{{event("t1", "12"), true}, {event("t2", "12"), true}, {event("t2", "13"), false}} {
+		fp, err := kc.MessageFingerprint(tc.msg)
+		if err != nil || (fp == rec.Fingerprint) != tc.same {
+			t.Errorf("%s: fingerprint %s, %v; the record's %s, want same %v", tc.msg.Body, fp, err, rec.Fingerprint, tc.same)
+		}
+	}
+}

@@ -18,12 +18,15 @@ import (
 )
 
 // keyFlags select a key: given verbatim, or computed from an event file as
-// the Lambda wrappers compute it.
+// the Lambda wrappers compute it, under the function's key configuration
+// (configFlags).
 type keyFlags struct {
-	key                         string
-	sqsEvent, keySource, action string
-	message                     messageIndex
-	httpEvent, kind             string
+	key       string
+	sqsEvent  string
+	message   messageIndex
+	httpEvent string
+	kind      string
+	config    configFlags
 }
 
 // messageIndex is --message: unset, or an index from 0.
@@ -49,18 +52,87 @@ func (m *messageIndex) Set(s string) error {
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&k.key, "key", "", "the stored `key`, verbatim (it is never printed; output shows its hash)")
+	fs.StringVar(&k.key, "key", "", "the stored `key`, verbatim, or as the logs' key field shows it (a key given verbatim is never printed; output shows its hash)")
 	fs.StringVar(&k.sqsEvent, "sqs-event", "", "`file` with an SQS event (Records), a receive-message answer (Messages) or one message")
-	fs.StringVar(&k.keySource, "key-source", "", "with --sqs-event: the `source` the SQS wrapper takes the event id from: body:FIELD, attribute:NAME, dedup or message-id")
-	fs.StringVar(&k.action, "action", "", "with --sqs-event: the wrapper's action `name`")
 	fs.Var(&k.message, "message", "with --sqs-event: `index` (from 0) of the message in the file, when it has several")
-	fs.StringVar(&k.httpEvent, "http-event", "", "`file` with an API Gateway or function URL request event")
-	fs.StringVar(&k.kind, "kind", "", "with --http-event: the request's `kind`: rest (REST API), httpapi (HTTP API) or url (function URL)")
+	fs.StringVar(&k.httpEvent, "http-event", "", "`file` with an API Gateway, function URL or ALB request event")
+	fs.StringVar(&k.kind, "kind", "", "with --http-event: the request's `kind`: rest (REST API), httpapi (HTTP API), url (function URL) or alb")
+	k.config.register(fs)
+}
+
+// configFlags are the function's key configuration (idemlambda.KeyConfig):
+// a file the function's code loads too (--key-config), or the same as
+// flags.
+type configFlags struct {
+	file                   string
+	sources, envelopes     repeated
+	action, identityHeader string
+}
+
+func (f *configFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.file, "key-config", "", "the function's key configuration: a JSON `file` (idemlambda.ParseKeyConfig), the one its code builds the wrapper from; instead of the key flags below")
+	fs.Var(&f.sources, "key-source", "where the wrapper takes the key from: body:PATH, attribute:NAME, dedup, message-id (SQS), header:NAME or body:PATH (HTTP); repeat, in order, for a composite key (`source`)")
+	fs.StringVar(&f.action, "action", "", "with --sqs-event: the SQS wrapper's action `name`")
+	fs.Var(&f.envelopes, "envelope", "with --sqs-event: an `envelope` the wrapper takes off (WithEnvelope): sns or eventbridge; repeat, outermost first")
+	fs.StringVar(&f.identityHeader, "identity-header", "", "with --http-event: the wrapper's WithIdentityHeader `name`")
+}
+
+// repeated is a flag given several times, in order.
+type repeated []string
+
+func (r *repeated) String() string { return strings.Join(*r, ",") }
+
+func (r *repeated) Set(s string) error {
+	*r = append(*r, s)
+	return nil
+}
+
+// set reports whether any key configuration was given.
+func (f *configFlags) set() bool {
+	return f.file != "" || len(f.sources) > 0 || len(f.envelopes) > 0 || f.action != "" || f.identityHeader != ""
+}
+
+// load returns the key configuration the flags give: the file of
+// --key-config, or the key flags as one.
+func (f *configFlags) load() (idemlambda.KeyConfig, error) {
+	if f.file == "" {
+		kc := idemlambda.KeyConfig{Action: f.action, Key: f.sources, Envelopes: f.envelopes, IdentityHeader: f.identityHeader}
+		if err := kc.Check(); err != nil {
+			return kc, usageErrorf("%v", err)
+		}
+		return kc, nil
+	}
+	if len(f.sources) > 0 || len(f.envelopes) > 0 || f.action != "" || f.identityHeader != "" {
+		return idemlambda.KeyConfig{}, usageErrorf("--key-config %s holds the key configuration: give it or the key flags (--key-source, --action, --envelope, --identity-header), not both", f.file)
+	}
+	data, err := os.ReadFile(f.file)
+	if err != nil {
+		return idemlambda.KeyConfig{}, usageErrorf("--key-config: %v", err)
+	}
+	kc, err := idemlambda.ParseKeyConfig(data)
+	if err != nil {
+		return kc, usageErrorf("--key-config %s: %v", f.file, err)
+	}
+	return kc, nil
+}
+
+// prefix gives the layout the key configuration's store key prefix, unless
+// --key-prefix gives another.
+func prefixFrom(kc idemlambda.KeyConfig, l *layoutFlags) error {
+	switch {
+	case kc.KeyPrefix == "":
+	case l.keyPrefix == "":
+		l.keyPrefix = kc.KeyPrefix
+	case l.keyPrefix != kc.KeyPrefix:
+		return usageErrorf("--key-prefix %q is not the key configuration's key_prefix %q", l.keyPrefix, kc.KeyPrefix)
+	}
+	return nil
 }
 
 // resolve returns the selected key and a description of where it came from
-// that holds no user data.
-func (k *keyFlags) resolve() (key, source string, err error) {
+// that holds no user data. It sets the layout's key prefix from the key
+// configuration (prefixFrom).
+func (k *keyFlags) resolve(l *layoutFlags) (key, source string, err error) {
 	n := 0
 	for _, set := range []bool{k.key != "", k.sqsEvent != "", k.httpEvent != ""} {
 		if set {
@@ -70,41 +142,34 @@ func (k *keyFlags) resolve() (key, source string, err error) {
 	if n != 1 {
 		return "", "", usageErrorf("select the key with exactly one of --key, --sqs-event or --http-event")
 	}
-	switch {
-	case k.key != "":
+	if k.key != "" {
+		if k.config.set() {
+			return "", "", usageErrorf("--key is the stored key itself: it takes no key configuration (--key-config, --key-source, ...)")
+		}
 		if err := core.ValidateKey(k.key); err != nil {
 			return "", "", usageErrorf("--key: %v", err)
 		}
 		return k.key, "--key", nil
-	case k.sqsEvent != "":
-		return k.sqsKey()
 	}
-	return k.httpKey()
-}
-
-// keySourceOf parses --key-source.
-func keySourceOf(s string) (idemlambda.KeySource, error) {
-	name, arg, _ := strings.Cut(s, ":")
-	switch {
-	case name == "body" && arg != "":
-		return idemlambda.KeyFromBodyField(arg), nil
-	case name == "attribute" && arg != "":
-		return idemlambda.KeyFromAttribute(arg), nil
-	case s == "dedup":
-		return idemlambda.KeyFromDeduplicationID(), nil
-	case s == "message-id":
-		return idemlambda.KeyFromMessageID(), nil
-	}
-	return idemlambda.KeySource{}, usageErrorf("--key-source %q: want body:FIELD, attribute:NAME, dedup or message-id", s)
-}
-
-func (k *keyFlags) sqsKey() (string, string, error) {
-	if k.keySource == "" || k.action == "" {
-		return "", "", usageErrorf("--sqs-event needs --key-source and --action, as given to the SQS wrapper")
-	}
-	src, err := keySourceOf(k.keySource)
+	kc, err := k.config.load()
 	if err != nil {
 		return "", "", err
+	}
+	if err := prefixFrom(kc, l); err != nil {
+		return "", "", err
+	}
+	if k.sqsEvent != "" {
+		return k.sqsKey(kc)
+	}
+	return k.httpKey(kc)
+}
+
+func (k *keyFlags) sqsKey(kc idemlambda.KeyConfig) (string, string, error) {
+	if len(kc.Key) == 0 || kc.Action == "" {
+		return "", "", usageErrorf("--sqs-event needs --key-source and --action, as given to the SQS wrapper (or --key-config)")
+	}
+	if _, err := kc.Source(); err != nil {
+		return "", "", usageErrorf("%v", err)
 	}
 	msgs, err := readSQSMessages(k.sqsEvent)
 	if err != nil {
@@ -118,11 +183,28 @@ func (k *keyFlags) sqsKey() (string, string, error) {
 	case i >= len(msgs):
 		return "", "", usageErrorf("--message %d: %s has %d message(s)", i, k.sqsEvent, len(msgs))
 	}
-	key, err := idemlambda.SQSKey(src, k.action, msgs[i])
+	key, err := kc.MessageKey(msgs[i])
 	if err != nil {
 		return "", "", usageErrorf("message %d has no usable key (the wrapper stores no record for it): %v", i, err)
 	}
-	return key, fmt.Sprintf("SQS message %d (id %s), %s, action %s", i, msgs[i].MessageId, src, k.action), nil
+	return key, fmt.Sprintf("SQS message %d (id %s), %s", i, msgs[i].MessageId, describe(kc)), nil
+}
+
+// describe names a key configuration's parts, for the source line: its
+// envelopes, its key source (the wrappers' own names of them) and its
+// action; an HTTP configuration's key sources when they are not the
+// default header.
+func describe(kc idemlambda.KeyConfig) string {
+	var parts []string
+	if len(kc.Envelopes) > 0 {
+		parts = append(parts, "envelope "+strings.Join(kc.Envelopes, ", "))
+	}
+	if src, err := kc.Source(); kc.Action != "" && err == nil {
+		parts = append(parts, src.String(), "action "+kc.Action)
+	} else if len(kc.Key) > 0 {
+		parts = append(parts, "key "+strings.Join(kc.Key, ", "))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // readSQSMessages reads the messages of file: a Lambda SQS event
@@ -152,20 +234,16 @@ func readSQSMessages(file string) ([]events.SQSMessage, error) {
 	return msgs, nil
 }
 
-// httpRequest is what the key of an API request is made of.
-type httpRequest struct {
-	headers      map[string]string
-	multi        map[string][]string
-	identity     []string
-	method, path string
-}
-
-func (k *keyFlags) httpKey() (string, string, error) {
+func (k *keyFlags) httpKey(kc idemlambda.KeyConfig) (string, string, error) {
+	opts, err := kc.HTTPOptions()
+	if err != nil {
+		return "", "", usageErrorf("%v", err)
+	}
 	data, err := os.ReadFile(k.httpEvent)
 	if err != nil {
 		return "", "", usageErrorf("--http-event: %v", err)
 	}
-	req, err := httpRequestOf(k.kind, data)
+	req, err := httpRequestOf(k.kind, data, opts)
 	if err != nil {
 		return "", "", err
 	}
@@ -174,61 +252,71 @@ func (k *keyFlags) httpKey() (string, string, error) {
 		// an event of another kind does not.
 		return "", "", usageErrorf("--http-event is not a %s request event: it has no HTTP method where a %s request has one", k.kind, k.kind)
 	}
-	value, ok, err := idemlambda.IdempotencyKeyHeader(req.headers, req.multi)
 	switch {
-	case err != nil:
-		return "", "", usageErrorf("the request's %s header is invalid (the wrapper answered 400 and stored nothing): %v", idemlambda.HeaderIdempotencyKey, err)
-	case !ok:
-		return "", "", usageErrorf("the request has no %s header (the wrapper answered 400, or ran it unkeyed with WithOptionalKey): it has no record", idemlambda.HeaderIdempotencyKey)
+	case errors.Is(req.keyErr, idemlambda.ErrMissingKey):
+		return "", "", usageErrorf("the request has no key where the wrapper takes it: the wrapper answered 400, or ran it unkeyed with WithOptionalKey: it has no record: %v", req.keyErr)
+	case req.keyErr != nil:
+		return "", "", usageErrorf("the request's key is invalid (the wrapper answered 400 and stored nothing): %v", req.keyErr)
 	}
-	key, err := httpKey(value, req.identity)
-	if err != nil {
-		return "", "", usageErrorf("the request gives no key: %v", err)
-	}
-	return key, fmt.Sprintf("%s request %s %s, caller %s", k.kind, req.method, req.path, identityLabels(req.identity)), nil
+	return req.key, fmt.Sprintf("%s request %s %s, caller %s%s", k.kind, req.method, req.path, identityLabels(req.identity), suffix(", ", describe(kc))), nil
 }
 
-// httpKey is this command's one call of idemlambda.HTTPKey: the header value
-// scoped by the caller (method and path are part of the request's
-// fingerprint, not of its key).
-func httpKey(headerValue string, identity []string) (string, error) {
-	return idemlambda.HTTPKey(headerValue, identity)
+// httpRequest is an API request's stored key (or the error that leaves it
+// without one), and what names it.
+type httpRequest struct {
+	key          string
+	keyErr       error
+	identity     []string
+	method, path string
 }
 
-// httpRequestOf decodes a request event of kind. The identity is the
+// httpRequestOf decodes a request event of kind and computes its key as the
+// wrapper given opts does (idemlambda.RequestKey). The identity is the
 // wrappers' own (idemlambda.RESTIdentity...); method and path fall back as
 // the wrappers' do.
-func httpRequestOf(kind string, data []byte) (httpRequest, error) {
+func httpRequestOf(kind string, data []byte, opts []idemlambda.HTTPOption) (httpRequest, error) {
 	bad := func(err error) (httpRequest, error) {
 		return httpRequest{}, usageErrorf("--http-event is not a %s request event: %v", kind, err)
 	}
+	var r httpRequest
 	switch kind {
 	case "rest":
-		var r events.APIGatewayProxyRequest
-		if err := strictJSON(data, &r); err != nil {
+		var ev events.APIGatewayProxyRequest
+		if err := strictJSON(data, &ev); err != nil {
 			return bad(err)
 		}
-		method := r.HTTPMethod
-		if method == "" {
-			method = r.RequestContext.HTTPMethod
+		r = httpRequest{identity: idemlambda.RESTIdentity(ev), method: ev.HTTPMethod, path: ev.Path}
+		if r.method == "" {
+			r.method = ev.RequestContext.HTTPMethod
 		}
-		return httpRequest{headers: r.Headers, multi: r.MultiValueHeaders, identity: idemlambda.RESTIdentity(r), method: method, path: r.Path}, nil
+		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
 	case "httpapi":
-		var r events.APIGatewayV2HTTPRequest
-		if err := strictJSON(data, &r); err != nil {
+		var ev events.APIGatewayV2HTTPRequest
+		if err := strictJSON(data, &ev); err != nil {
 			return bad(err)
 		}
-		return httpRequest{headers: r.Headers, identity: idemlambda.HTTPAPIIdentity(r), method: r.RequestContext.HTTP.Method, path: rawPath(r.RawPath, r.RequestContext.HTTP.Path)}, nil
+		r = httpRequest{identity: idemlambda.HTTPAPIIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
+		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
 	case "url":
-		var r events.LambdaFunctionURLRequest
-		if err := strictJSON(data, &r); err != nil {
+		var ev events.LambdaFunctionURLRequest
+		if err := strictJSON(data, &ev); err != nil {
 			return bad(err)
 		}
-		return httpRequest{headers: r.Headers, identity: idemlambda.FunctionURLIdentity(r), method: r.RequestContext.HTTP.Method, path: rawPath(r.RawPath, r.RequestContext.HTTP.Path)}, nil
+		r = httpRequest{identity: idemlambda.FunctionURLIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
+		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
+	case "alb":
+		var ev events.ALBTargetGroupRequest
+		if err := strictJSON(data, &ev); err != nil {
+			return bad(err)
+		}
+		r = httpRequest{method: ev.HTTPMethod, path: ev.Path}
+		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
 	case "":
-		return httpRequest{}, usageErrorf("--http-event needs --kind rest, httpapi or url")
+		return httpRequest{}, usageErrorf("--http-event needs --kind rest, httpapi, url or alb")
+	default:
+		return httpRequest{}, usageErrorf("--kind %q: want rest, httpapi, url or alb", kind)
 	}
-	return httpRequest{}, usageErrorf("--kind %q: want rest, httpapi or url", kind)
+	return r, nil
 }
 
 func rawPath(raw, path string) string {
@@ -275,11 +363,34 @@ func (k *keyFlags) notFoundHint(l layoutFlags) string {
 	}
 	switch {
 	case k.sqsEvent != "":
-		return fmt.Sprintf("check --action %q and --key-source %q: they must be the action name and key source the function "+
-			"passes to idemlambda.SQS (in its code or its configuration; the key is a hash of both, so a record cannot show them), "+
-			"and %s", k.action, k.keySource, prefix)
+		return fmt.Sprintf("check %s: it must be the key configuration the function passes to idemlambda.SQS "+
+			"(in its code or its key configuration file; the key is a hash of both, so a record cannot show them), and %s", k.config.given(), prefix)
 	case k.httpEvent != "":
-		return fmt.Sprintf("check --kind %q (the caller identity the key is scoped by depends on it) and %s", k.kind, prefix)
+		return fmt.Sprintf("check --kind %q (the caller identity the key is scoped by depends on it), %s, and %s", k.kind, k.config.given(), prefix)
 	}
-	return "check the key (as the function passes it to Runner.Do) and " + prefix
+	return "check the key (as the function passes it to Runner.Do), or the key field of the log record it came from, and " + prefix
+}
+
+// given names the key configuration flags given, with their values.
+func (f *configFlags) given() string {
+	if f.file != "" {
+		return fmt.Sprintf("--key-config %q", f.file)
+	}
+	var parts []string
+	if f.action != "" {
+		parts = append(parts, fmt.Sprintf("--action %q", f.action))
+	}
+	for _, s := range f.sources {
+		parts = append(parts, fmt.Sprintf("--key-source %q", s))
+	}
+	for _, e := range f.envelopes {
+		parts = append(parts, fmt.Sprintf("--envelope %q", e))
+	}
+	if f.identityHeader != "" {
+		parts = append(parts, fmt.Sprintf("--identity-header %q", f.identityHeader))
+	}
+	if len(parts) == 0 {
+		return "the key configuration (none was given: the Idempotency-Key header)"
+	}
+	return strings.Join(parts, " and ")
 }
