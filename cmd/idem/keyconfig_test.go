@@ -68,7 +68,7 @@ func TestInspectConfiguredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	ghReq := events.APIGatewayV2HTTPRequest{RawPath: "/hooks/github", Body: `{"action":"opened","number":7}`,
-		Headers: map[string]string{"x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "x-github-event": "pull_request"},
+		Headers:        map[string]string{"x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "x-github-event": "pull_request"},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/hooks/github"}}}
 	if resp, err := gh(ctx, ghReq); err != nil || resp.StatusCode != 202 {
 		t.Fatalf("GitHub delivery: %+v, %v", resp, err)
@@ -84,8 +84,8 @@ func TestInspectConfiguredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	stripeReq := events.LambdaFunctionURLRequest{RawPath: "/hooks/stripe",
-		Body:    `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","type":"invoice.paid","pending_webhooks":2,"data":{"object":{"id":"in_1"}}}`,
-		Headers: map[string]string{"stripe-signature": "t=1,v1=abc", "content-type": "application/json"},
+		Body:           `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","type":"invoice.paid","pending_webhooks":2,"data":{"object":{"id":"in_1"}}}`,
+		Headers:        map[string]string{"stripe-signature": "t=1,v1=abc", "content-type": "application/json"},
 		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "POST", Path: "/hooks/stripe"}}}
 	if resp, err := stripe(ctx, stripeReq); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("Stripe event: %+v, %v", resp, err)

@@ -19,8 +19,8 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/examples/orders"
-	"github.com/idemgo/idem/internal/fakeclock"
 	"github.com/idemgo/idem/internal/esm"
+	"github.com/idemgo/idem/internal/fakeclock"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
 
