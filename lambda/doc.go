@@ -50,7 +50,11 @@
 // caller's key; the method and the path are part of the fingerprint, so the
 // same key on another endpoint is refused as reused (422). A handler finds
 // its call's stored key with StoredKey, to derive the ids it writes and the
-// keys it passes downstream.
+// keys it passes downstream. A KeyConfig holds an SQS, SNS or HTTP
+// wrapper's key configuration as data (a JSON file, ParseKeyConfig), which
+// the function builds its wrapper from and the idem command reads, so that
+// an operator finds the record of a message (KeyConfig.MessageKey) or a
+// request (RequestKey) as the wrapper keyed it.
 //
 // The payload fingerprint covers the whole payload, or the fields that
 // WithFingerprintSelection (or the runner's idem.WithFingerprintSelection)

@@ -232,3 +232,38 @@ func TestKeyConfigMessageFingerprint(t *testing.T) {
 		}
 	}
 }
+
+// FuzzKeyConfig: no key configuration file, however malformed, makes parsing or
+// using it panic; one that parses gives a source, options or an error, and a
+// message's key, when it has one, is a derived key.
+func FuzzKeyConfig(f *testing.F) {
+	for _, seed := range []string{
+		`{"action":"ship-order","key":["body:order_id"],"envelopes":["sns"]}`,
+		`{"action":"print-label","key":["attribute:detail-type","body:order.id"],"envelopes":["eventbridge"],"fingerprint_select":["order.id"]}`,
+		`{"key":["header:X-GitHub-Delivery"],"identity_header":"x-amzn-oidc-identity","key_prefix":"hooks#"}`,
+		`{"key":["body:id"],"fingerprint_ignore":["pending_webhooks"]}`,
+		`{"action":"a","key":["dedup","message-id"]}`, `{}`, `null`, `{"key":null}`, `{"key":[""]}`,
+	} {
+		f.Add([]byte(seed), `{"order_id":"o-1","order":{"id":7},"id":"x"}`)
+	}
+	f.Fuzz(func(t *testing.T, config []byte, body string) {
+		kc, err := idemlambda.ParseKeyConfig(config)
+		if err != nil {
+			return
+		}
+		_, _ = kc.Source()
+		_, _ = kc.BatchOptions()
+		opts, herr := kc.HTTPOptions()
+		msg := events.SQSMessage{MessageId: "m-1", Body: body, MessageAttributes: map[string]events.SQSMessageAttribute{"detail-type": {StringValue: &body, DataType: "String"}}}
+		if key, err := kc.MessageKey(msg); err == nil && !core.IsDerivedKey(key) {
+			t.Errorf("MessageKey = %q, not a derived key", key)
+		}
+		_, _ = kc.MessageFingerprint(msg)
+		if herr == nil {
+			req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"x-github-delivery": body, "idempotency-key": body}}
+			if key, err := idemlambda.RequestKey(req, opts...); err == nil && !core.IsDerivedKey(key) {
+				t.Errorf("RequestKey = %q, not a derived key", key)
+			}
+		}
+	})
+}

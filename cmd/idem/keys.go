@@ -275,47 +275,42 @@ type httpRequest struct {
 // wrappers' own (idemlambda.RESTIdentity...); method and path fall back as
 // the wrappers' do.
 func httpRequestOf(kind string, data []byte, opts []idemlambda.HTTPOption) (httpRequest, error) {
-	bad := func(err error) (httpRequest, error) {
-		return httpRequest{}, usageErrorf("--http-event is not a %s request event: %v", kind, err)
-	}
-	var r httpRequest
 	switch kind {
 	case "rest":
-		var ev events.APIGatewayProxyRequest
-		if err := strictJSON(data, &ev); err != nil {
-			return bad(err)
-		}
-		r = httpRequest{identity: idemlambda.RESTIdentity(ev), method: ev.HTTPMethod, path: ev.Path}
-		if r.method == "" {
-			r.method = ev.RequestContext.HTTPMethod
-		}
-		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
+		return decodeRequest(kind, data, opts, func(ev events.APIGatewayProxyRequest) httpRequest {
+			method := ev.HTTPMethod
+			if method == "" {
+				method = ev.RequestContext.HTTPMethod
+			}
+			return httpRequest{identity: idemlambda.RESTIdentity(ev), method: method, path: ev.Path}
+		})
 	case "httpapi":
-		var ev events.APIGatewayV2HTTPRequest
-		if err := strictJSON(data, &ev); err != nil {
-			return bad(err)
-		}
-		r = httpRequest{identity: idemlambda.HTTPAPIIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
-		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
+		return decodeRequest(kind, data, opts, func(ev events.APIGatewayV2HTTPRequest) httpRequest {
+			return httpRequest{identity: idemlambda.HTTPAPIIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
+		})
 	case "url":
-		var ev events.LambdaFunctionURLRequest
-		if err := strictJSON(data, &ev); err != nil {
-			return bad(err)
-		}
-		r = httpRequest{identity: idemlambda.FunctionURLIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
-		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
+		return decodeRequest(kind, data, opts, func(ev events.LambdaFunctionURLRequest) httpRequest {
+			return httpRequest{identity: idemlambda.FunctionURLIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
+		})
 	case "alb":
-		var ev events.ALBTargetGroupRequest
-		if err := strictJSON(data, &ev); err != nil {
-			return bad(err)
-		}
-		r = httpRequest{method: ev.HTTPMethod, path: ev.Path}
-		r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
+		return decodeRequest(kind, data, opts, func(ev events.ALBTargetGroupRequest) httpRequest {
+			return httpRequest{method: ev.HTTPMethod, path: ev.Path}
+		})
 	case "":
 		return httpRequest{}, usageErrorf("--http-event needs --kind rest, httpapi, url or alb")
-	default:
-		return httpRequest{}, usageErrorf("--kind %q: want rest, httpapi, url or alb", kind)
 	}
+	return httpRequest{}, usageErrorf("--kind %q: want rest, httpapi, url or alb", kind)
+}
+
+// decodeRequest decodes data as a request of type Req, names it with view,
+// and computes its key.
+func decodeRequest[Req idemlambda.HTTPRequest](kind string, data []byte, opts []idemlambda.HTTPOption, view func(Req) httpRequest) (httpRequest, error) {
+	var ev Req
+	if err := strictJSON(data, &ev); err != nil {
+		return httpRequest{}, usageErrorf("--http-event is not a %s request event: %v", kind, err)
+	}
+	r := view(ev)
+	r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
 	return r, nil
 }
 

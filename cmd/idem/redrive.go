@@ -72,7 +72,8 @@ type redriveView struct {
 	Moved    int    `json:"moved"`
 	Released int    `json:"released"`
 	Left     int    `json:"left"`
-	// Stopped is "max" when --max ended the run: more messages may wait.
+	// Stopped is "max" (stoppedMax) when --max ended the run: more
+	// messages may wait.
 	Stopped  string           `json:"stopped,omitempty"`
 	Messages []redriveMessage `json:"messages"`
 }
@@ -221,7 +222,7 @@ func (d *redriver) run(ctx context.Context) error {
 		}
 		for _, m := range page.New {
 			if d.r.max > 0 && d.view.Received >= d.r.max {
-				d.view.Stopped = "max"
+				d.view.Stopped = stoppedMax
 				return nil
 			}
 			if err := d.one(ctx, m); err != nil {

@@ -223,10 +223,16 @@ type bulkRun struct {
 }
 
 // run scans until the table ends, the budget or --max is reached, or ctx
-// ends, releasing what it selects as it goes.
+// ends, releasing what it selects as it goes. With --max, each Scan
+// evaluates at most the records still wanted, so that the token to
+// continue skips none.
 func (r *bulkRun) run(ctx context.Context) error {
 	for {
-		recs, err := r.sc.page(ctx, 0)
+		want := 0
+		if r.b.max > 0 {
+			want = r.b.max - len(r.view.Records)
+		}
+		recs, err := r.sc.page(ctx, want)
 		if err != nil {
 			return err
 		}
@@ -234,10 +240,6 @@ func (r *bulkRun) run(ctx context.Context) error {
 			now := r.c.now()
 			if !r.b.selects(rec, stateOf(rec, now), r.w, now, r.maxAttempts) {
 				continue
-			}
-			if r.b.max > 0 && len(r.view.Records) >= r.b.max {
-				r.view.Stopped = stoppedLimit
-				return nil
 			}
 			if err := r.one(ctx, rec, now); err != nil {
 				return err
@@ -249,6 +251,9 @@ func (r *bulkRun) run(ctx context.Context) error {
 		})
 		switch {
 		case r.sc.next == "":
+			return nil
+		case r.b.max > 0 && len(r.view.Records) >= r.b.max:
+			r.view.Stopped = stoppedMax
 			return nil
 		case r.sc.overBudget():
 			r.view.Stopped = stoppedMaxRCU

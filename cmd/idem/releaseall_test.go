@@ -88,6 +88,17 @@ func TestReleaseBulk(t *testing.T) {
 		}
 	}
 
+	// Two failures are left: --max 1 takes one, and the token it prints the other.
+	r = mustCmd(t, exitLeftBehind, now, nil, append(base, "--status", "failed", "--dry-run", "--max", "1")...)
+	first := decodeJSON[bulkView](t, r.stdout)
+	if len(first.Records) != 1 || first.Stopped != stoppedMax || first.Next == "" || !strings.Contains(r.stderr, "stopped (--max reached): continue with --next") {
+		t.Fatalf("--max 1 = %+v, stderr %s", first, r.stderr)
+	}
+	rest := decodeJSON[bulkView](t, mustCmd(t, exitOK, now, nil, append(base, "--status", "failed", "--dry-run", "--next", first.Next)...).stdout)
+	if len(rest.Records) != 1 || rest.Records[0].KeyHash == first.Records[0].KeyHash {
+		t.Errorf("--next after --max 1 = %+v, want the other failure", rest)
+	}
+
 	r = mustCmd(t, exitNotReleased, now, strings.NewReader("no\n"), "release", "--table", f.table, "--status", "failed")
 	if !strings.Contains(r.stderr, "Release (delete) every record in state failed in "+f.table) || !present("evt:runs:again") {
 		t.Errorf("unconfirmed: stderr %s", r.stderr)

@@ -28,6 +28,7 @@ const (
 // Reasons a scan stopped before the end of the table.
 const (
 	stoppedLimit       = "limit"
+	stoppedMax         = "max"
 	stoppedMaxRCU      = "max-rcu"
 	stoppedInterrupted = "interrupted"
 )
