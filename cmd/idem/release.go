@@ -32,7 +32,7 @@ func (c *cli) release(ctx context.Context, args []string) error {
 	fence := o.fs.String("fence", "", "delete only the record inspect showed with this `fence` (STATUS/ATTEMPTS/TOKEN)")
 	yes := o.fs.Bool("yes", false, "release without asking for confirmation")
 	force := o.fs.Bool("force", false, "release an in-progress record even while its lease lives (a second execution may then run beside the first)")
-	maxAttempts := o.fs.Int("max-attempts", idem.DefaultMaxAttempts, "the runner's WithMaxAttempts, for the next call's decision shown")
+	maxAttempts := o.fs.Int("max-attempts", idem.DefaultMaxAttempts, "the runner's WithMaxAttempts, for the next call's decision shown and for --verdict retries_exhausted")
 	cacheTTL := o.fs.Duration("cache-ttl", idem.DefaultCacheTTL, "the runners' WithCacheTTL, for how long a warm process may still replay a released success")
 	if err := o.parse(args); err != nil {
 		return err
