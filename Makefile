@@ -219,6 +219,12 @@ sam-check: $(SAM_STAMP)
 		$(SAM_VENV)/bin/sam build --template-file template.yaml --build-dir $(SAM_BUILD_DIR)
 	$(GO) vet -tags samcheck ./test
 	IDEM_SAM_BUILD_DIR=$(SAM_BUILD_DIR) $(GO) test -tags samcheck -count=1 -run '^TestBuiltBootstraps$$' -v ./test
+	$(SAM_VENV)/bin/cfn-lint --include-checks I -- examples/durable/template.yaml
+	$(SAM_ENV) $(SAM_VENV)/bin/sam validate --lint --template-file examples/durable/template.yaml
+	rm -rf $(SAM_BUILD_DIR)-durable
+	$(SAM_ENV) CGO_ENABLED=0 GOFLAGS="$(SAM_GOFLAGS)" \
+		$(SAM_VENV)/bin/sam build --template-file examples/durable/template.yaml --build-dir $(SAM_BUILD_DIR)-durable
+	test -x $(SAM_BUILD_DIR)-durable/DispatcherFunction/bootstrap
 
 # cover: statement coverage of ./core; fails below COVER_MIN percent.
 cover:

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 )
 
 // Lambda's environment, as the runtime sets it for a function (the
@@ -109,12 +110,18 @@ func lambdaKeys(groups []string, a slog.Attr) slog.Attr {
 		a.Key = "message"
 	case slog.LevelKey:
 		l, _ := a.Value.Any().(slog.Level)
-		a.Value = slog.StringValue(lambdaLevelName(l))
+		a.Value = slog.StringValue(LambdaLevel(l))
 	}
 	return a
 }
 
-func lambdaLevelName(l slog.Level) string {
+// LambdaLevel returns the name that Lambda's advanced logging controls
+// give the slog level l in a JSON log line's "level": TRACE (below
+// slog.LevelDebug), DEBUG, INFO, WARN, ERROR, or FATAL (slog.LevelError+4
+// and above). Lambda drops a JSON line whose level is below the function's
+// ApplicationLogLevel, and counts a line as INFO when it has no valid level
+// or no RFC 3339 "timestamp".
+func LambdaLevel(l slog.Level) string {
 	switch {
 	case l < slog.LevelDebug:
 		return "TRACE"
@@ -128,6 +135,14 @@ func lambdaLevelName(l slog.Level) string {
 		return "ERROR"
 	}
 	return "FATAL"
+}
+
+// LambdaTimestamp returns t as the "timestamp" of a JSON log line for
+// Lambda: RFC 3339 in UTC with milliseconds. Lambda's log-level filtering
+// uses a line's "level" only when its timestamp is valid RFC 3339, and
+// counts it as INFO otherwise.
+func LambdaTimestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // atLeast passes the records of level min and above to Handler.

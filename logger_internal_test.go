@@ -54,7 +54,7 @@ func TestDefaultLoggerInLambda(t *testing.T) {
 				t.Fatalf("%d records, want %d: %s", len(lines), len(tc.written), buf.String())
 			}
 			for i, line := range lines {
-				want := lambdaLevelName(tc.written[i])
+				want := LambdaLevel(tc.written[i])
 				if tc.text {
 					if !strings.Contains(line, "level="+want) || !strings.Contains(line, "message=idem") || !strings.HasPrefix(line, "timestamp=") || strings.HasPrefix(line, "{") {
 						t.Errorf("line %d = %q, want a text record at %s", i, line, want)

@@ -36,8 +36,11 @@ func (noObserver) Observe(context.Context, Observation) {}
 // DefaultMetricsNamespace, with the dimensions FunctionName and Verdict:
 // the same metric, under the same dimensions, as an emf.Emitter with
 // emf.WithDimension("FunctionName", ...) counts for every call. The document
-// carries the verdict's level ("level"), so that a function whose
-// ApplicationLogLevel drops the verdict's log record drops its count too.
+// carries the level of the call's log record (Observation.Level, as
+// LambdaLevel names it, in "level") and the time in RFC 3339
+// (LambdaTimestamp, in "timestamp"), which Lambda's log-level filtering of
+// JSON lines needs to read that level: so the count reaches CloudWatch
+// whenever the call's log record does, at every ApplicationLogLevel.
 // A successful call writes nothing. Each verdict that occurs is a custom
 // metric of the function (CloudWatch bills custom metrics per month); set
 // WithObserver(NoObserver), or an observer of your own, to write none.
@@ -72,6 +75,7 @@ type emfCount struct {
 		Timestamp int64       `json:"Timestamp"`
 		Metrics   []emfMetric `json:"CloudWatchMetrics"`
 	} `json:"_aws"`
+	Time     string `json:"timestamp"`
 	Level    string `json:"level"`
 	Function string `json:"FunctionName"`
 	Verdict  string `json:"Verdict"`
@@ -94,12 +98,13 @@ var callsMetric = []emfMetric{{
 // Observe writes the count of a call that did not succeed. A write error is
 // dropped: metrics never fail the call they describe.
 func (m *lambdaMetrics) Observe(_ context.Context, o Observation) {
-	level := o.Verdict.Level()
+	level := o.Level()
 	if level < slog.LevelWarn {
 		return
 	}
-	doc := emfCount{Level: lambdaLevelName(level), Function: m.function, Verdict: o.Verdict.String(), KeyHash: o.KeyHash, Calls: 1}
-	doc.AWS.Timestamp, doc.AWS.Metrics = m.now().UnixMilli(), callsMetric
+	now := m.now()
+	doc := emfCount{Time: LambdaTimestamp(now), Level: LambdaLevel(level), Function: m.function, Verdict: o.Verdict.String(), KeyHash: o.KeyHash, Calls: 1}
+	doc.AWS.Timestamp, doc.AWS.Metrics = now.UnixMilli(), callsMetric
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return

@@ -49,8 +49,8 @@ func TestDefaultObserverInLambda(t *testing.T) {
 			t.Errorf("line %q: not a count of Calls by FunctionName and Verdict in %q at %d", line, DefaultMetricsNamespace, t0.UnixMilli())
 		}
 		v := verdictNamed(doc.Verdict)
-		if doc.Calls != 1 || doc.FunctionName != "orders-consumer" || doc.Level != lambdaLevelName(v.Level()) {
-			t.Errorf("line %q: want Calls 1, FunctionName orders-consumer, level %s", line, lambdaLevelName(v.Level()))
+		if doc.Calls != 1 || doc.FunctionName != "orders-consumer" || doc.Level != LambdaLevel(v.Level()) {
+			t.Errorf("line %q: want Calls 1, FunctionName orders-consumer, level %s", line, LambdaLevel(v.Level()))
 		}
 		counted = append(counted, doc.Verdict)
 	}

@@ -66,6 +66,22 @@ type Observation struct {
 	Err error
 }
 
+// Level is the level of the call's log record: its verdict's
+// (Verdict.Level), or slog.LevelError for a store error that wraps
+// ErrMisconfigured, whatever its verdict (no call succeeds until the
+// configuration is fixed). A metric that follows the call's record in
+// Lambda's log filtering carries this level (see LambdaLevel).
+func (o Observation) Level() slog.Level { return recordLevel(o.Verdict, o.Err) }
+
+// recordLevel is the level of the log record of a call with verdict v and
+// error err (Observation.Level).
+func recordLevel(v Verdict, err error) slog.Level {
+	if errors.Is(err, ErrMisconfigured) {
+		return slog.LevelError
+	}
+	return v.Level()
+}
+
 // WithObserver sets the observer of calls (default: DefaultObserver, which
 // in Lambda counts the calls that did not succeed; NoObserver records
 // nothing).

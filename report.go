@@ -102,10 +102,7 @@ func (c *call) end(out Outcome, err error) {
 // keyAttrs), what the caller added, and
 // what explains the verdict.
 func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, extra []slog.Attr) {
-	level := out.Verdict.Level()
-	if errors.Is(err, ErrMisconfigured) {
-		level = slog.LevelError // no call succeeds until someone fixes it
-	}
+	level := recordLevel(out.Verdict, err)
 	if !r.cfg.logger.Enabled(ctx, level) {
 		return
 	}

@@ -32,7 +32,8 @@ const (
 	KeyReused
 	// InvalidKey: the key is missing or malformed (core.ErrInvalidKey).
 	InvalidKey
-	// InvalidPayload: the payload is not acceptable JSON (core.ErrInvalidPayload).
+	// InvalidPayload: the payload is not acceptable: not JSON where JSON is
+	// required, or larger than where it goes accepts (core.ErrInvalidPayload).
 	InvalidPayload
 	// RetriesExhausted: the key's attempts are used up (core.ErrRetriesExhausted).
 	RetriesExhausted

@@ -14,5 +14,14 @@
 // and Duration and StoreLatency (Milliseconds). The key's hash is a property, never a
 // dimension (it would create a metric per key) and never the key itself.
 //
+// Each document also carries the level of the call's log record
+// (idem.Observation.Level, named as Lambda names levels: "level") and the
+// time in RFC 3339 ("timestamp"): with Lambda's JSON log format, a line
+// without both counts as INFO and is dropped below the function's
+// ApplicationLogLevel. So a document reaches CloudWatch whenever the call's
+// log record does, at every ApplicationLogLevel: at WARN, the documents of
+// successes (INFO) are dropped with their records, and those of every other
+// verdict are kept.
+//
 // The package imports the standard library and idem only.
 package emf

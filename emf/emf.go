@@ -97,7 +97,7 @@ var metrics = []metric{
 	{"StoreCalls", "Count"}, {"Duration", "Milliseconds"}, {"StoreLatency", "Milliseconds"},
 }
 
-var reserved = map[string]bool{"_aws": true, "Verdict": true, "key_hash": true}
+var reserved = map[string]bool{"_aws": true, "Verdict": true, "key_hash": true, "level": true, "timestamp": true}
 
 func init() {
 	for _, m := range metrics {
@@ -117,11 +117,18 @@ func (e *Emitter) Observe(_ context.Context, o idem.Observation) {
 	_, _ = e.w.Write(append(b, '\n'))
 }
 
+// document is the EMF document of one call. Its "level" and "timestamp"
+// are those Lambda's log-level filtering of JSON lines reads: the level of
+// the call's log record, and the time in RFC 3339, so that the document
+// reaches CloudWatch whenever the record does.
 func (e *Emitter) document(o idem.Observation) map[string]any {
 	dims := append(append([]string(nil), e.dimNames...), "Verdict")
+	now := e.now()
 	doc := map[string]any{
+		"timestamp": idem.LambdaTimestamp(now),
+		"level":     idem.LambdaLevel(o.Level()),
 		"_aws": map[string]any{
-			"Timestamp": e.now().UnixMilli(),
+			"Timestamp": now.UnixMilli(),
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace": e.namespace, "Dimensions": [][]string{dims}, "Metrics": metrics,
 			}},

@@ -226,11 +226,11 @@ func laneCheckpoints(items []batchItem, states []itemState) []int {
 }
 
 // runRecord runs one record of a batch through runner under key, with the
-// record's stored key in handle's context and AWS-retryable errors marked
-// transient (awsclassify.Mark).
+// record's stored key and payload in handle's context (withCall) and
+// AWS-retryable errors marked transient (awsclassify.Mark).
 func runRecord(ctx context.Context, runner *idem.Runner, key string, payload []byte, handle func(context.Context) ([]byte, error)) idem.Outcome {
 	out, _ := runner.Do(ctx, key, payload, func(ctx context.Context) ([]byte, error) {
-		res, err := handle(withStoredKey(ctx, key))
+		res, err := handle(withCall(ctx, key, payload))
 		return res, awsclassify.Mark(err)
 	})
 	return out

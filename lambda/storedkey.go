@@ -11,6 +11,14 @@ func withStoredKey(ctx context.Context, key string) context.Context {
 	return httprule.WithStoredKey(ctx, key)
 }
 
+// withCall returns ctx carrying the call's stored key (StoredKey) and the
+// payload the wrapper gave the runner, for a handler in this module that
+// needs what was fingerprinted (package github.com/idemgo/idem/lambda/durable
+// sends it to the durable function it starts).
+func withCall(ctx context.Context, key string, payload []byte) context.Context {
+	return httprule.WithCallPayload(withStoredKey(ctx, key), payload)
+}
+
 // StoredKey returns the stored key of the call whose handler was given ctx
 // (by SQS, Kinesis, DynamoDBStream, RESTAPI, HTTPAPI, FunctionURL, ALB or
 // Typed): ok is false outside such a handler, and in an HTTP handler run

@@ -85,7 +85,7 @@ func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
 		doCtx = idem.ContextWithFingerprint(ctx, w.fingerprint)
 	}
 	_, err = w.runner.Do(doCtx, key, payload, func(ctx context.Context) ([]byte, error) {
-		o, herr := w.handler(withStoredKey(ctx, key), in)
+		o, herr := w.handler(withCall(ctx, key, payload), in)
 		if herr != nil {
 			return nil, awsclassify.Mark(herr)
 		}

@@ -48,6 +48,36 @@ func docSection(t *testing.T, name, heading string) string {
 	return section
 }
 
+// tableCells returns the rows of the first Markdown table in text (after its header and
+// separator lines, up to the first blank line), each row's cells trimmed; a row without
+// cells cells fails the test.
+func tableCells(t *testing.T, text string, cells int) [][]string {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	sep := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| ---") || strings.HasPrefix(l, "| :--") })
+	if sep < 0 {
+		t.Fatalf("no table in %.60q", text)
+	}
+	var rows [][]string
+	for _, l := range lines[sep+1:] {
+		if strings.TrimSpace(l) == "" {
+			break
+		}
+		c := strings.Split(strings.Trim(l, "|"), "|")
+		if len(c) != cells {
+			t.Fatalf("row %q: %d cells, want %d", l, len(c), cells)
+		}
+		for i := range c {
+			c[i] = strings.TrimSpace(c[i])
+		}
+		rows = append(rows, c)
+	}
+	if len(rows) == 0 {
+		t.Fatalf("the table in %.60q has no rows", text)
+	}
+	return rows
+}
+
 // fence is a fenced code block of a Markdown file: its info string, its text and the
 // line it starts on (from 1).
 type fence struct {

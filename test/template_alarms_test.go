@@ -124,7 +124,9 @@ func failureQueues(t *testing.T, tpl node) []string {
 
 // TestTemplateAlarms: an alarm on the first message in every dead-letter queue and
 // failure destination; on every function's Errors and Throttles; on the IteratorAge of
-// every stream consumer; every alarm notifies AlarmTopicArn when it is set.
+// every stream consumer; on the age of the oldest message of every queue a function
+// consumes; on the idempotency table's throttled reads and writes; every alarm
+// notifies AlarmTopicArn when it is set.
 func TestTemplateAlarms(t *testing.T) {
 	tpl, _ := loadTemplate(t)
 	as := alarms(t, tpl)
@@ -153,6 +155,38 @@ func TestTemplateAlarms(t *testing.T) {
 	}
 	if streams == 0 {
 		t.Error("no stream event source: the IteratorAge alarm is not checked")
+	}
+	// The queues the functions consume: the age of the oldest message, above what a
+	// message only being retried reaches (maxReceiveCount receives, a visibility timeout
+	// apart) before the dead-letter queue takes it.
+	consumed := 0
+	for _, fn := range functions {
+		events := res.get(t, fn.resource+".Properties.Events")
+		for _, ev := range events.keys() {
+			if events.get(t, ev+".Type").str(t) != "SQS" {
+				continue
+			}
+			consumed++
+			q, _ := strings.CutSuffix(strings.TrimPrefix(events.get(t, ev+".Properties.Queue").ref(), "!GetAtt "), ".Arn")
+			qp := res.get(t, q+".Properties")
+			retrying := atoi(t, qp.get(t, "RedrivePolicy.maxReceiveCount")) * atoi(t, qp.get(t, "VisibilityTimeout"))
+			found := find(as, "AWS/SQS", "ApproximateAgeOfOldestMessage", map[string]string{"QueueName": "!GetAtt " + q + ".QueueName"})
+			if len(found) != 1 {
+				t.Errorf("age of the oldest message of %s: %d alarms, want 1", q, len(found))
+				continue
+			}
+			if a := found[0]; a.statistic != "Maximum" || a.comparison != "GreaterThanThreshold" || a.threshold <= float64(retrying) || a.missing != "notBreaching" {
+				t.Errorf("%s is %s %s %v (missing data %s), want Maximum GreaterThanThreshold above %d s (%s's retries), notBreaching",
+					a.name, a.statistic, a.comparison, a.threshold, a.missing, retrying, q)
+			}
+		}
+	}
+	if consumed == 0 {
+		t.Error("no SQS event source: the alarm on the age of the oldest message is not checked")
+	}
+	// The idempotency table's throttling, reads and writes.
+	for _, metric := range []string{"ReadThrottleEvents", "WriteThrottleEvents"} {
+		wantOne(t, metric+" of IdempotencyTable", find(as, "AWS/DynamoDB", metric, map[string]string{"TableName": "!Ref IdempotencyTable"}), "Sum", 0)
 	}
 	for _, a := range as {
 		if !a.notifies {
@@ -210,15 +244,15 @@ func published(t *testing.T, v idem.Verdict) []emfMetric {
 	return out
 }
 
-// TestTemplateVerdictAlarms: each function has an alarm on idem's retries_exhausted and
-// outcome_not_recorded verdicts, on a metric that the functions' EMF observer publishes
+// TestTemplateVerdictAlarms: each function has an alarm on idem's retries_exhausted,
+// outcome_not_recorded and store_failed verdicts, on a metric that the functions' EMF observer publishes
 // for that verdict (namespace, metric, dimension names) and that counts the call, with
 // the function's name and the verdict as the dimensions' values.
 func TestTemplateVerdictAlarms(t *testing.T) {
 	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "")
 	tpl, _ := loadTemplate(t)
 	as := alarms(t, tpl)
-	for _, v := range []idem.Verdict{idem.RetriesExhausted, idem.OutcomeNotRecorded} {
+	for _, v := range []idem.Verdict{idem.RetriesExhausted, idem.OutcomeNotRecorded, idem.StoreFailed} {
 		counting := map[string]emfMetric{} // by namespace/name/dims: the metrics that count this call
 		for _, m := range published(t, v) {
 			if m.value >= 1 {

@@ -119,38 +119,105 @@ func loadTemplate(t *testing.T) (node, string) {
 // function describes what the template must deploy for one function.
 type function struct {
 	resource string
+	name     string          // the function's name after the stack's ("orders-api")
+	role     string          // its IAM role's resource
 	pkg      string          // main package, relative to the repository root
 	env      []orders.EnvVar // what the code reads
 	envRefs  map[string]string
-	grants   map[string][]string // resource reference → actions
+	grants   []grant // what the code and its event sources need, statement by statement
 }
+
+// grant is one statement of a function's role: actions on one resource (a
+// !GetAtt of a resource of the template, or "*"), with the prefix of the keys
+// it may touch (the condition dynamodb:LeadingKeys), if any.
+type grant struct {
+	sid, resource, leadingKeys string
+	actions                    []string
+}
+
+// String is the grant as a line, for comparisons and messages.
+func (g grant) String() string {
+	s := fmt.Sprintf("%s: %s on %s", g.sid, strings.Join(g.actions, ","), g.resource)
+	if g.leadingKeys != "" {
+		s += " if dynamodb:LeadingKeys like " + g.leadingKeys
+	}
+	return s
+}
+
+// Grants every function has: its own log group, X-Ray's write actions (they take no
+// resource), its records in the idempotency table under its key prefix, and the table's
+// description (the check of its key schema at start, which names no item).
+func commonGrants(name, logGroup string) []grant {
+	return []grant{
+		{sid: "WriteLogs", actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, resource: "!GetAtt " + logGroup + ".Arn"},
+		{sid: "WriteTraces", actions: xrayWrite, resource: "*"},
+		{sid: "IdempotencyRecords", actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, resource: "!GetAtt IdempotencyTable.Arn",
+			leadingKeys: orders.KeyPrefix(name) + "*"},
+		{sid: "IdempotencyTableSchema", actions: []string{"dynamodb:DescribeTable"}, resource: "!GetAtt IdempotencyTable.Arn"},
+	}
+}
+
+// xrayWrite are the actions Lambda's active tracing needs; X-Ray grants them on no
+// particular resource ("*"), the one statement of the template on every resource.
+var xrayWrite = []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 
 var functions = []function{
 	{
-		resource: "OrdersApiFunction", pkg: "examples/orders/cmd/orders-api", env: orders.APIEnv,
+		resource: "OrdersApiFunction", name: "orders-api", role: "OrdersApiRole", pkg: "examples/orders/cmd/orders-api", env: orders.APIEnv,
 		envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable", orders.EnvOrdersTable: "!Ref OrdersTable", orders.EnvQueueURL: "!Ref OrdersQueue"},
-		grants: map[string][]string{
-			"!GetAtt IdempotencyTable.Arn": {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-			"!GetAtt OrdersTable.Arn":      {"dynamodb:PutItem"},
-			"!GetAtt OrdersQueue.Arn":      {"sqs:SendMessage"},
-		},
+		grants: append(commonGrants("orders-api", "OrdersApiLogGroup"),
+			grant{sid: "CreateOrders", actions: []string{"dynamodb:PutItem"}, resource: "!GetAtt OrdersTable.Arn"},
+			grant{sid: "PublishOrderPlaced", actions: []string{"sqs:SendMessage"}, resource: "!GetAtt OrdersQueue.Arn"}),
 	},
 	{
-		resource: "OrdersConsumerFunction", pkg: "examples/orders/cmd/orders-consumer", env: orders.ConsumerEnv,
+		resource: "OrdersConsumerFunction", name: "orders-consumer", role: "OrdersConsumerRole", pkg: "examples/orders/cmd/orders-consumer", env: orders.ConsumerEnv,
 		envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable", orders.EnvLedgerTable: "!Ref LedgerTable"},
-		grants: map[string][]string{
-			"!GetAtt IdempotencyTable.Arn": {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-			"!GetAtt LedgerTable.Arn":      {"dynamodb:PutItem"},
-		},
+		grants: append(commonGrants("orders-consumer", "OrdersConsumerLogGroup"),
+			grant{sid: "ReceiveOrderPlaced", actions: []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}, resource: "!GetAtt OrdersQueue.Arn"},
+			grant{sid: "AppendLedger", actions: []string{"dynamodb:PutItem"}, resource: "!GetAtt LedgerTable.Arn"}),
 	},
 	{
-		resource: "OrdersStreamFunction", pkg: "examples/orders/cmd/orders-stream", env: orders.StreamEnv,
+		resource: "OrdersStreamFunction", name: "orders-stream", role: "OrdersStreamRole", pkg: "examples/orders/cmd/orders-stream", env: orders.StreamEnv,
 		envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable", orders.EnvAuditTable: "!Ref AuditTable"},
-		grants: map[string][]string{
-			"!GetAtt IdempotencyTable.Arn": {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-			"!GetAtt AuditTable.Arn":       {"dynamodb:PutItem"},
-		},
+		grants: append(commonGrants("orders-stream", "OrdersStreamLogGroup"),
+			grant{sid: "ReadOrdersStream", actions: []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"},
+				resource: "!GetAtt OrdersTable.StreamArn"},
+			grant{sid: "ReportFailedBatches", actions: []string{"sqs:SendMessage"}, resource: "!GetAtt OrdersStreamFailureQueue.Arn"},
+			grant{sid: "AppendAudit", actions: []string{"dynamodb:PutItem"}, resource: "!GetAtt AuditTable.Arn"}),
 	},
+}
+
+// roleGrants returns the statements of a role of the template, sorted by Sid.
+func roleGrants(t *testing.T, tpl node, role string) []grant {
+	t.Helper()
+	r := tpl.get(t, "Resources."+role)
+	if got := r.get(t, "Type").str(t); got != "AWS::IAM::Role" {
+		t.Fatalf("%s is a %s, want an AWS::IAM::Role", role, got)
+	}
+	var out []grant
+	for _, pol := range r.get(t, "Properties.Policies").list(t) {
+		for _, st := range pol.get(t, "PolicyDocument.Statement").list(t) {
+			if st.get(t, "Effect").str(t) != "Allow" {
+				t.Errorf("%s: Effect %s", st.path, st.get(t, "Effect").str(t))
+				continue
+			}
+			g := grant{sid: st.get(t, "Sid").str(t), actions: st.get(t, "Action").strs(t), resource: st.get(t, "Resource").ref()}
+			if g.resource == "" {
+				g.resource = st.get(t, "Resource").str(t)
+			}
+			if c, ok := st.lookup("Condition"); ok {
+				keys := c.get(t, "ForAllValues:StringLike.dynamodb:LeadingKeys").strs(t)
+				if len(keys) != 1 || len(c.keys()) != 1 {
+					t.Errorf("%s: Condition is not ForAllValues:StringLike on dynamodb:LeadingKeys with one prefix", st.path)
+				}
+				g.leadingKeys = strings.Join(keys, ",")
+			}
+			slices.Sort(g.actions)
+			out = append(out, g)
+		}
+	}
+	slices.SortFunc(out, func(a, b grant) int { return strings.Compare(a.sid, b.sid) })
+	return out
 }
 
 func TestTemplateTransform(t *testing.T) {
@@ -266,29 +333,29 @@ func TestTemplateFunctions(t *testing.T) {
 				}
 			}
 
-			// Policies: exactly the grants the code needs, on named resources.
-			got := map[string][]string{}
-			for _, pol := range p.get(t, "Policies").list(t) {
-				for _, st := range pol.get(t, "Statement").list(t) {
-					if st.get(t, "Effect").str(t) != "Allow" {
-						continue
-					}
-					target := st.get(t, "Resource").ref()
-					if target == "" {
-						t.Errorf("%s grants on %q: want a !GetAtt of a resource of this template", st.path, st.get(t, "Resource").n.Value)
-						continue
-					}
-					got[target] = append(got[target], st.get(t, "Action").strs(t)...)
-				}
+			// Its own role: exactly the grants the code and its event sources need.
+			if got := p.get(t, "Role").ref(); got != "!GetAtt "+fn.role+".Arn" {
+				t.Errorf("Role = %q, want !GetAtt %s.Arn", got, fn.role)
 			}
-			for target := range got {
-				slices.Sort(got[target])
+			if _, ok := p.lookup("Policies"); ok {
+				t.Errorf("Policies is set: with an explicit Role, SAM ignores it")
 			}
-			if fmt.Sprint(got) != fmt.Sprint(fn.grants) {
-				t.Errorf("grants = %v\nwant %v", got, fn.grants)
+			want := slices.Clone(fn.grants)
+			slices.SortFunc(want, func(a, b grant) int { return strings.Compare(a.sid, b.sid) })
+			if got := roleGrants(t, tpl, fn.role); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s grants\n%s\nwant\n%s", fn.role, lines(got), lines(want))
 			}
 		})
 	}
+}
+
+// lines returns one grant a line.
+func lines(gs []grant) string {
+	var b strings.Builder
+	for _, g := range gs {
+		b.WriteString("  " + g.String() + "\n")
+	}
+	return b.String()
 }
 
 func TestTemplateEvents(t *testing.T) {
@@ -374,5 +441,43 @@ func TestTemplateOrdersStream(t *testing.T) {
 	var pattern map[string][]string
 	if err := json.Unmarshal([]byte(filters[0].get(t, "Pattern").str(t)), &pattern); err != nil || !slices.Equal(pattern["eventName"], []string{"INSERT"}) || len(pattern) != 1 {
 		t.Errorf("filter pattern = %v, %v; want eventName INSERT only", pattern, err)
+	}
+}
+
+// TestDeploymentPermissions: docs/deployment.md's table of permissions gives every
+// statement of every role of the template, as the template has it, and nothing else.
+func TestDeploymentPermissions(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	documented := map[string][]grant{}
+	for _, cells := range tableCells(t, docSection(t, "docs/deployment.md", "## Permissions"), 5) {
+		row := strings.Join(cells, " | ")
+		g := grant{sid: strings.Trim(cells[1], "`"), resource: strings.Trim(cells[3], "`")}
+		for _, a := range strings.Split(cells[2], ",") {
+			g.actions = append(g.actions, strings.Trim(strings.TrimSpace(a), "`"))
+		}
+		slices.Sort(g.actions)
+		if g.resource != "*" {
+			g.resource = "!GetAtt " + g.resource
+		}
+		if cells[4] != "" {
+			prefix, found := strings.CutPrefix(cells[4], "`dynamodb:LeadingKeys` like ")
+			if !found {
+				t.Errorf("row %q: condition %q, want \"`dynamodb:LeadingKeys` like `prefix*`\"", row, cells[4])
+			}
+			g.leadingKeys = strings.Trim(prefix, "`")
+		}
+		role := strings.Trim(cells[0], "`")
+		documented[role] = append(documented[role], g)
+	}
+	for _, role := range resourcesOfType(t, tpl, "AWS::IAM::Role") {
+		docs := documented[role]
+		slices.SortFunc(docs, func(a, b grant) int { return strings.Compare(a.sid, b.sid) })
+		if got := roleGrants(t, tpl, role); fmt.Sprint(got) != fmt.Sprint(docs) {
+			t.Errorf("%s: the template grants\n%sdocs/deployment.md says\n%s", role, lines(got), lines(docs))
+		}
+		delete(documented, role)
+	}
+	for role := range documented {
+		t.Errorf("docs/deployment.md's permissions name %s, which the template does not have", role)
 	}
 }

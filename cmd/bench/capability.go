@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
 )
 
@@ -137,7 +140,7 @@ func (e *capEnv) do(r *idem.Runner, name string, events int, want idem.Verdict, 
 // that need moto (transactions, S3) on the moto env when there is one.
 func capabilities(dyn, moto *capEnv) ([]capRow, error) {
 	var rows []capRow
-	for _, part := range []func(*capEnv) ([]capRow, error){stepRows, renewalRows, waitRows, wrapperRows} {
+	for _, part := range []func(*capEnv) ([]capRow, error){stepRows, renewalRows, waitRows, wrapperRows, retryRows} {
 		r, err := part(dyn)
 		if err != nil {
 			return nil, err
@@ -178,4 +181,31 @@ func capMarkdown(rows []capRow) string {
 			fmtUnits(r.Capacity.ReadPerEvent), fmtUnits(r.Capacity.FailedPerEv), fmtCalls(r.Calls), s3, strings.Join(figs, "; "))
 	}
 	return b.String()
+}
+
+// retryRows measures a transient failure retried inside the call
+// (idem.WithRetry: two tries, the backoff not slept): the reservation, the
+// failed try's record, the retry's re-reservation and the completion.
+func retryRows(e *capEnv) ([]capRow, error) {
+	r, err := e.runner(idem.WithRetry(2, idem.DefaultBackoffBase, idem.DefaultBackoffMax),
+		idem.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	if err != nil {
+		return nil, err
+	}
+	row, err := e.measure("retry_in_call", "execution", e.events, func() error {
+		return e.do(r, "retry_in_call", e.events, idem.Executed, func(int, event) idem.Handler {
+			tries := 0
+			return func(context.Context) ([]byte, error) {
+				if tries++; tries == 1 {
+					return nil, core.MarkTransient(errors.New("bench: transient failure"))
+				}
+				return []byte(`{"ok":true}`), nil
+			}
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	row.Note = "a transient failure retried inside the call: reservation, the failed try recorded, re-reservation, completion"
+	return []capRow{row}, nil
 }

@@ -61,6 +61,15 @@ const (
 	AuditKeyAttr = "audit_id"
 )
 
+// KeyPrefix returns the prefix of every key that the function named
+// function ("orders-api", "orders-consumer", "orders-stream") writes in the
+// idempotency table the functions share (ddbstore.WithKeyPrefix): its name
+// and "#", which begins no other function's prefix. The template confines
+// each function's item calls to its own prefix (the IAM condition key
+// dynamodb:LeadingKeys); the idem command reads one function's records with
+// --key-prefix and this prefix.
+func KeyPrefix(function string) string { return function + "#" }
+
 // Action names, part of every stored key.
 const (
 	// LedgerAction is the consumer's action name (see idemlambda.EventKey).

@@ -188,7 +188,8 @@ func ConsumerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent
 }
 
 // awsDeps are the dependencies of the function named function over AWS, its
-// logs and metrics (NewMetrics) on stdout.
+// logs and metrics (NewMetrics) on stdout; its records in the idempotency
+// table are under KeyPrefix(function).
 func awsDeps(ctx context.Context, cfg Config, function string) (Deps, error) {
 	metrics, err := NewMetrics(os.Stdout, function)
 	if err != nil {
@@ -199,7 +200,7 @@ func awsDeps(ctx context.Context, cfg Config, function string) (Deps, error) {
 		return Deps{}, fmt.Errorf("orders: AWS configuration: %w", err)
 	}
 	db := dynamodb.NewFromConfig(awsCfg)
-	store, err := ddbstore.New(db, cfg.IdemTable)
+	store, err := ddbstore.New(db, cfg.IdemTable, ddbstore.WithKeyPrefix(KeyPrefix(function)))
 	if err != nil {
 		return Deps{}, err
 	}

@@ -88,3 +88,19 @@ func StoredKey(ctx context.Context) (key string, ok bool) {
 	key, ok = ctx.Value(storedKeyCtx{}).(string)
 	return key, ok && key != ""
 }
+
+type payloadCtx struct{}
+
+// WithCallPayload returns ctx carrying the payload that the call of the
+// handler's stored key was given (see CallPayload): what the wrapper
+// fingerprinted, before any selection.
+func WithCallPayload(ctx context.Context, payload []byte) context.Context {
+	return context.WithValue(ctx, payloadCtx{}, payload)
+}
+
+// CallPayload returns the payload that WithCallPayload put in ctx: ok is false if
+// there is none. The caller must not modify it.
+func CallPayload(ctx context.Context) (payload []byte, ok bool) {
+	payload, ok = ctx.Value(payloadCtx{}).([]byte)
+	return payload, ok
+}

@@ -190,7 +190,7 @@ func (s *stack) albConflict(a, b *devserver.RIE) string {
 		}
 		slow <- ans
 	}()
-	s.waitInProgress(key)
+	s.waitInProgress("orders-alb", key)
 	conflict := s.alb(b, true, albEvent(true, slowKey, "carol", orderBody, nil))
 	s.wantALBProblem("concurrent", conflict, 409, idemlambda.ProblemInProgress)
 	if ra, err := strconv.Atoi(conflict.header("Retry-After")); err != nil || ra < 1 || ra > holdTimeout+1 || conflict.StatusDescription != "409 Conflict" {

@@ -122,7 +122,7 @@ func TestAPI(t *testing.T) {
 		}
 		slow <- answer{resp, err}
 	}()
-	held := s.waitInProgress(key)
+	held := s.waitInProgress("orders-api", key)
 	conflict := s.http(b, apiEvent(slowKey, orderBody, nil))
 	wantProblem(t, "concurrent", conflict, 409, idemlambda.ProblemInProgress)
 	if ra, err := strconv.Atoi(conflict.Headers["Retry-After"]); err != nil || ra < 1 || ra > holdTimeout+1 {

@@ -38,7 +38,7 @@ func TestConsumerTimeoutTakeover(t *testing.T) {
 		}
 		timedOut <- string(out)
 	}()
-	held := s.waitInProgress(key)
+	held := s.waitInProgress("orders-consumer", key)
 	checkLease(t, held, start, functionTimeout*time.Second)
 
 	if got := s.sqsBatch(b, record("slow-1", body, 2)); !slices.Equal(got, []string{"slow-1"}) {
@@ -62,7 +62,7 @@ func TestConsumerTimeoutTakeover(t *testing.T) {
 	if log := b.Log(); !strings.Contains(log, `"lease_taken_over":true`) {
 		t.Errorf("the second sandbox did not log a takeover:\n%s", log)
 	}
-	rec, err := s.store.Get(t.Context(), key, time.Now())
+	rec, err := s.storeOf("orders-consumer").Get(t.Context(), key, time.Now())
 	if err != nil || rec.Status != "succeeded" || rec.Attempts != 2 {
 		t.Errorf("record = %v, %v; want succeeded after 2 attempts", rec, err)
 	}

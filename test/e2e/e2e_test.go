@@ -153,7 +153,6 @@ type stack struct {
 	t                                   *testing.T
 	rie                                 string
 	db                                  *dynamodb.Client
-	store                               *ddbstore.Store
 	idemTable, ordersTable, ledgerTable string
 	auditTable                          string
 	sqs                                 *fakeSQS
@@ -182,9 +181,6 @@ func newStack(t *testing.T) *stack {
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if s.store, err = ddbstore.New(s.db, s.idemTable); err != nil {
-		t.Fatal(err)
 	}
 	s.sqs = newFakeSQS(t)
 	return s
@@ -304,13 +300,31 @@ func (s *stack) ledgerByEvent() map[string]int {
 	return n
 }
 
-// waitInProgress polls the store until key's record is in progress (the
-// function has reserved it) and returns it. Polling waits for an event, not
-// for time to pass; the loop is bounded.
-func (s *stack) waitInProgress(key string) core.Record {
+// storeOf returns a store over the stack's idempotency table as the function
+// named function has it: the examples' functions keep their records under
+// orders.KeyPrefix(function); the test's own function, kinesis-ledger, under
+// no prefix.
+func (s *stack) storeOf(function string) *ddbstore.Store {
 	s.t.Helper()
+	var opts []ddbstore.Option
+	if strings.HasPrefix(function, "orders-") {
+		opts = append(opts, ddbstore.WithKeyPrefix(orders.KeyPrefix(function)))
+	}
+	st, err := ddbstore.New(s.db, s.idemTable, opts...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return st
+}
+
+// waitInProgress polls function's store until key's record is in progress
+// (the function has reserved it) and returns it. Polling waits for an event,
+// not for time to pass; the loop is bounded.
+func (s *stack) waitInProgress(function, key string) core.Record {
+	s.t.Helper()
+	store := s.storeOf(function)
 	for range 400 {
-		rec, err := s.store.Get(s.t.Context(), key, time.Now())
+		rec, err := store.Get(s.t.Context(), key, time.Now())
 		if err == nil && rec.Status == core.StatusInProgress {
 			return rec
 		}

@@ -230,7 +230,7 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.store.Get(t.Context(), key, time.Now())
+	rec, err := s.storeOf("orders-consumer").Get(t.Context(), key, time.Now())
 	if err != nil || rec.Status != core.StatusFailed || rec.Retryable || rec.Attempts != 1 {
 		t.Fatalf("record = %v, %v; want failed permanently after 1 attempt", rec, err)
 	}
@@ -238,7 +238,7 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	// The fix is deployed (the hook off), the key released, the dead-letter queue redriven.
 	fn.Stop()
 	_, p = s.consumer(false)
-	if err := s.store.Release(t.Context(), rec); err != nil {
+	if err := s.storeOf("orders-consumer").Release(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := dlq.Redrive(t.Context(), s.client, s.q.DLQURL, s.q.URL); err != nil || n != 1 {
@@ -249,7 +249,7 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	if n := s.ledgerByEvent(); !maps.Equal(n, map[string]int{"evt_ok": 1, "evt_poison": 1}) {
 		t.Errorf("ledger = %v, want one entry each", n)
 	}
-	if rec, err := s.store.Get(t.Context(), key, time.Now()); err != nil || rec.Status != core.StatusSucceeded || rec.Attempts != 1 {
+	if rec, err := s.storeOf("orders-consumer").Get(t.Context(), key, time.Now()); err != nil || rec.Status != core.StatusSucceeded || rec.Attempts != 1 {
 		t.Errorf("record after the redrive = %v, %v; want succeeded, attempt 1", rec, err)
 	}
 	if n, m := s.held(s.q.URL), s.held(s.q.DLQURL); n+m != 0 {
@@ -324,7 +324,7 @@ func TestQueueFailuresEndInTheDLQ(t *testing.T) {
 		t.Errorf("EMF documents per verdict = %v, want %v", metrics, wantMetrics)
 	}
 	key, _ := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: bodies["outage"]})
-	if rec, err := s.store.Get(t.Context(), key, time.Now()); err != nil || rec.Attempts != idem.DefaultMaxAttempts {
+	if rec, err := s.storeOf("orders-consumer").Get(t.Context(), key, time.Now()); err != nil || rec.Attempts != idem.DefaultMaxAttempts {
 		t.Errorf("the outage's record = %v, %v; want its %d attempts used up", rec, err, idem.DefaultMaxAttempts)
 	}
 }

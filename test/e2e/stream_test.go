@@ -257,7 +257,7 @@ func TestStreamTimeoutTakeover(t *testing.T) {
 		}
 		timedOut <- string(out)
 	}()
-	rec := s.waitInProgress(key)
+	rec := s.waitInProgress("orders-stream", key)
 	checkLease(t, rec, start, functionTimeout*time.Second)
 
 	if got := s.checkpoints(b, batch...); !slices.Equal(got, seqs(2)) {
