@@ -99,8 +99,7 @@ func (c *call) end(out Outcome, err error) {
 
 // log writes one record per call, at its verdict's level (Verdict.Level):
 // the verdict, the key's hash (and the key where it is a hash itself:
-// keyAttrs), what the caller added, and
-// what explains the verdict.
+// keyAttrs), what the caller added, and what explains the verdict.
 func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, extra []slog.Attr) {
 	level := recordLevel(out.Verdict, err)
 	if !r.cfg.logger.Enabled(ctx, level) {
