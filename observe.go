@@ -64,6 +64,9 @@ type Observation struct {
 	StoreTime  time.Duration
 	// Err is the call's error (nil on success and on replays).
 	Err error
+	// Tenant is the tenant the call's context names (ContextWithTenant;
+	// "" for none).
+	Tenant string
 }
 
 // Level is the level of the call's log record: its verdict's
@@ -100,7 +103,7 @@ func (c *call) observation(out Outcome, err error) Observation {
 	o := Observation{
 		Verdict: out.Verdict, KeyHash: keyHash(c.key), Attempts: out.Attempts,
 		TookOver: out.TookOver, Cached: out.Cached, Waited: out.Waited, LeaseLost: errors.Is(err, ErrLeaseLost),
-		StoreCalls: c.storeCalls, StoreTime: c.storeTime, Err: err,
+		StoreCalls: c.storeCalls, StoreTime: c.storeTime, Err: err, Tenant: TenantFromContext(c.ctx),
 	}
 	if !c.reported {
 		o.Duration = c.r.cfg.now().Sub(c.start)

@@ -80,6 +80,11 @@ func WithRetention(d time.Duration) Option {
 	}
 }
 
+// Retention returns how long the runner keeps a record after its last
+// write (WithRetention; DefaultRetention by default): a wrapper for a
+// sender that may deliver one event again for longer refuses the runner.
+func (r *Runner) Retention() time.Duration { return r.cfg.retention }
+
 // WithLease sets the margin added to the context's deadline to make the lease
 // end, and the lease used when the context has no deadline (both positive,
 // margin may be zero). With WithLeaseRenewal, every lease lasts

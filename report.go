@@ -108,6 +108,9 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, ex
 	a := make([]slog.Attr, 0, len(extra)+8)
 	a = append(a, slog.String("verdict", out.Verdict.String()))
 	a = append(a, keyAttrs(key)...)
+	if t := TenantFromContext(ctx); t != "" {
+		a = append(a, slog.String("tenant", t))
+	}
 	a = append(a, extra...)
 	a = append(a, slog.Int("attempt", out.Attempts), slog.Bool("replayed", out.Replayed))
 	for _, f := range []struct {

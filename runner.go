@@ -389,6 +389,9 @@ func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
 			}
 			herr = sw // the staged writes refused: the handler's error
 		}
+		if core.NoRecord(herr) {
+			return c.noRecord(rec, herr, now)
+		}
 		if c.r.classify(c.ctx, herr) != core.Transient {
 			ferr := &core.FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
 			return c.fail(rec, herr, false, now, ferr)

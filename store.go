@@ -87,7 +87,9 @@ var (
 // Releaser is an optional capability of a Store: deleting a key's record on
 // an operator's decision, so that the key runs again on its next delivery
 // (a permanent failure re-run after a fix, before a dead-letter queue is
-// redriven). Release is fenced: it deletes only the record the caller read.
+// redriven), or the runner's own reservation, for a handler error marked
+// core.MarkNoRecord. Release is fenced: it deletes only the record the
+// caller read.
 //
 // Release atomically deletes the stored record of rec.Key if and only if it
 // is still rec: same lease token, status and attempt (core.SameWrite).

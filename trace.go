@@ -48,7 +48,9 @@ type Tracer interface {
 }
 
 // The store calls a runner makes, as StartStoreCall names them: the Store,
-// Acquirer, StagedCompleter, StepRecorder and LeaseRenewer methods.
+// Acquirer, StagedCompleter, StepRecorder, LeaseRenewer and Releaser
+// methods (a runner releases only its own reservation, for a handler error
+// marked core.MarkNoRecord).
 const (
 	OpAcquire        = "Acquire"
 	OpReserve        = "Reserve"
@@ -57,12 +59,13 @@ const (
 	OpGet            = "Get"
 	OpRecordStep     = "RecordStep"
 	OpRenewLease     = "RenewLease"
+	OpRelease        = "Release"
 )
 
 // StoreOps returns the names of the store calls a runner makes (OpAcquire
-// ... OpRenewLease), in that order.
+// ... OpRelease), in that order.
 func StoreOps() []string {
-	return []string{OpAcquire, OpReserve, OpComplete, OpCompleteStaged, OpGet, OpRecordStep, OpRenewLease}
+	return []string{OpAcquire, OpReserve, OpComplete, OpCompleteStaged, OpGet, OpRecordStep, OpRenewLease, OpRelease}
 }
 
 // WithTracer sets the tracer of calls and their store calls (default: the

@@ -43,8 +43,9 @@ const (
 	FailedPermanently
 	// FailedTransiently: the handler failed transiently (ErrTransientFailure):
 	// the failure was recorded as retryable, or, if that write failed, the
-	// key stays in progress until its lease ends; either way a later
-	// delivery runs again.
+	// key stays in progress until its lease ends; for an error marked
+	// core.MarkNoRecord, the reservation was released instead. Either way a
+	// later delivery runs again.
 	FailedTransiently
 	// OutcomeNotRecorded: the handler succeeded but its success could not
 	// be recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
@@ -85,6 +86,12 @@ const (
 	// the handler unprotected, as configured (the HTTP wrappers'
 	// WithOptionalKey); nothing was stored.
 	Unkeyed
+	// Unauthorized: an HTTP request was refused for its credentials: a
+	// webhook's signature missing or invalid (WithWebhook; 401, before
+	// anything was read or written), or the handler's own 401 or 403
+	// answer (not stored: the reservation is released, so the next
+	// delivery runs).
+	Unauthorized
 )
 
 var verdictNames = [...]string{
@@ -108,6 +115,7 @@ var verdictNames = [...]string{
 	ReplayOmitted:      "replay_omitted",
 	ReplayCorrupt:      "replay_corrupt",
 	Unkeyed:            "unkeyed",
+	Unauthorized:       "unauthorized",
 }
 
 // String returns the verdict's snake_case name, as logs and metrics use it.

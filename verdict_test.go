@@ -81,7 +81,7 @@ func TestVerdictOfJoinedAndStoreErrors(t *testing.T) {
 	if got := idem.Verdict(99).String(); got != "Verdict(99)" {
 		t.Errorf("String of an unknown verdict = %q", got)
 	}
-	if vs := idem.Verdicts(); len(vs) != 19 || vs[0] != idem.Executed || !idem.Executed.Ran() || idem.Replayed.Ran() {
+	if vs := idem.Verdicts(); len(vs) != 20 || vs[0] != idem.Executed || !idem.Executed.Ran() || idem.Replayed.Ran() {
 		t.Errorf("Verdicts() = %v", vs)
 	}
 }

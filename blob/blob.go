@@ -26,6 +26,18 @@ type Store interface {
 	Get(ctx context.Context, name string) ([]byte, error)
 }
 
+// LimitedGetter is an optional capability of a Store, checked with a type
+// assertion: a Get that reads no more of an object than its caller
+// expects. ddbstore reads a large result with it, bounded by the size its
+// record holds, so that an object replaced by a far larger one costs each
+// duplicate of the key no more than the size recorded.
+type LimitedGetter interface {
+	// GetLimited returns the object stored under name, as Get does, if it
+	// has at most max bytes. An object of more than max bytes is an error
+	// wrapping ErrMismatch, having read at most max+1 bytes of it.
+	GetLimited(ctx context.Context, name string, max int64) ([]byte, error)
+}
+
 // Errors of the blob contract, checked with errors.Is.
 var (
 	// ErrNotFound: no object is stored under the name (never written, or
@@ -60,7 +72,10 @@ type Memory struct {
 	objects map[string][]byte // guarded by mu
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store         = (*Memory)(nil)
+	_ LimitedGetter = (*Memory)(nil)
+)
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory { return &Memory{} }
@@ -91,6 +106,33 @@ func (m *Memory) Get(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("blob: get %q: %w", name, ErrNotFound)
 	}
 	return bytes.Clone(data), nil
+}
+
+// GetLimited implements LimitedGetter.
+func (m *Memory) GetLimited(ctx context.Context, name string, max int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.objects[name]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("blob: get %q: %w", name, ErrNotFound)
+	case int64(len(data)) > max:
+		return nil, TooLarge(name, int64(len(data)), max)
+	}
+	return bytes.Clone(data), nil
+}
+
+// TooLarge is the error of a LimitedGetter for the object name that has
+// more than max bytes (size, or -1 when unknown: more than max were read).
+// It wraps ErrMismatch.
+func TooLarge(name string, size, max int64) error {
+	if size < 0 {
+		return fmt.Errorf("blob: get %q: %w: more than the %d bytes expected", name, ErrMismatch, max)
+	}
+	return fmt.Errorf("blob: get %q: %w: %d bytes, more than the %d expected", name, ErrMismatch, size, max)
 }
 
 // Delete removes the object stored under name, if any.

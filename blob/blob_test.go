@@ -119,3 +119,29 @@ func ExampleVerify() {
 	// replaced: true
 	// missing: true
 }
+
+func TestMemoryGetLimited(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var m blob.Memory
+	_ = m.Put(ctx, "a/1", []byte("result"))
+	if got, err := m.GetLimited(ctx, "a/1", 6); err != nil || string(got) != "result" {
+		t.Fatalf("GetLimited(6) = %q, %v; want result", got, err)
+	}
+	if _, err := m.GetLimited(ctx, "a/1", 5); !errors.Is(err, blob.ErrMismatch) {
+		t.Fatalf("GetLimited(5) of 6 bytes: %v, want ErrMismatch", err)
+	}
+	if _, err := m.GetLimited(ctx, "a/2", 5); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("GetLimited of a missing name: %v, want ErrNotFound", err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := m.GetLimited(canceled, "a/1", 6); !errors.Is(err, context.Canceled) {
+		t.Fatalf("GetLimited with a canceled context: %v", err)
+	}
+	for _, size := range []int64{-1, 7} {
+		if err := blob.TooLarge("a/1", size, 6); !errors.Is(err, blob.ErrMismatch) {
+			t.Errorf("TooLarge(%d) = %v, want ErrMismatch", size, err)
+		}
+	}
+}

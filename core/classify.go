@@ -50,6 +50,10 @@ type MarkedError struct {
 	// but not retried in the same call: the retry is left to a later
 	// delivery (see MarkRetryLater).
 	Later bool
+	// NoRecord, for an error marked Later, asks that the call leave no
+	// record at all: its reservation is released, so that the next
+	// delivery runs as if this one had never come (see MarkNoRecord).
+	NoRecord bool
 }
 
 // Error returns the marked error's message.
@@ -99,6 +103,26 @@ func MarkRetryLater(err error) error {
 func RetryLater(err error) bool {
 	var m *MarkedError
 	return errors.As(err, &m) && m.Class == Transient && m.Later
+}
+
+// MarkNoRecord marks err as the answer to a call that is to leave no
+// record: not retried in the same call (as MarkRetryLater), and instead of
+// a retryable failure the runner releases its reservation (on a store that
+// implements idem.Releaser), so that the next delivery runs as if this one
+// had never come and counts no attempt for it: a request refused for its
+// credentials, say (an HTTP 401 or 403), which a corrected secret must not
+// find recorded. MarkNoRecord(nil) is nil.
+func MarkNoRecord(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &MarkedError{Err: err, Class: Transient, Later: true, NoRecord: true}
+}
+
+// NoRecord reports whether err is marked with MarkNoRecord.
+func NoRecord(err error) bool {
+	var m *MarkedError
+	return errors.As(err, &m) && m.Class == Transient && m.Later && m.NoRecord
 }
 
 // MarkPermanent marks err as permanent. MarkPermanent(nil) is nil.

@@ -154,9 +154,17 @@ func (s *Store) refOf(item map[string]types.AttributeValue, status core.Status) 
 }
 
 // loadLarge reads the object of ref, checks its size and SHA-256, and
-// decodes it.
+// decodes it. A blob store that can bound a read (blob.LimitedGetter) reads
+// no more than the recorded size and a byte: an object replaced by a far
+// larger one is refused without being read whole.
 func (s *Store) loadLarge(ctx context.Context, op string, ref largeRef) ([]byte, error) {
-	body, err := s.large.Get(ctx, ref.name)
+	var body []byte
+	var err error
+	if lg, ok := s.large.(blob.LimitedGetter); ok {
+		body, err = lg.GetLimited(ctx, ref.name, ref.size)
+	} else {
+		body, err = s.large.Get(ctx, ref.name)
+	}
 	if err == nil && int64(len(body)) != ref.size {
 		err = fmt.Errorf("%w: %d bytes, want %d", blob.ErrMismatch, len(body), ref.size)
 	}

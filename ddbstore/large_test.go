@@ -110,6 +110,13 @@ func (c *countingBlob) Get(ctx context.Context, name string) ([]byte, error) {
 	return c.Memory.Get(ctx, name)
 }
 
+func (c *countingBlob) GetLimited(ctx context.Context, name string, max int64) ([]byte, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Memory.GetLimited(ctx, name, max)
+}
+
 func (c *countingBlob) calls() (puts, gets int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -3,11 +3,11 @@
 // standard mux, chi, gorilla/mux) so that a request retried with the same
 // Idempotency-Key header (IETF draft-ietf-httpapi-idempotency-key-header)
 // gets the first response back, marked Idempotent-Replayed, instead of
-// running the handler again. For webhooks, the key can come from the
-// sender's own delivery id instead (WithKeyHeader("X-GitHub-Delivery"),
-// WithKeyBodyField("id") for a Stripe event), and the fingerprint can leave
-// out the body fields that change between deliveries of one event
-// (WithFingerprintSelection).
+// running the handler again. For webhooks, WithWebhook verifies a sender's
+// signature (package github.com/idemgo/idem/webhook: GitHub, Stripe,
+// Shopify, any HMAC signer) before anything is stored, and keys by its
+// delivery id on the endpoint (WithEndpoint); WithKeyHeader and
+// WithKeyBodyField take a key from another header or body field.
 //
 //	runner, err := idem.New(store)
 //	...

@@ -72,7 +72,7 @@ func ExampleWithKeyHeader() {
 	if err != nil {
 		panic(err)
 	}
-	idempotent, err := httpidem.Middleware(runner, httpidem.WithKeyHeader("X-GitHub-Delivery"))
+	idempotent, err := httpidem.Middleware(runner, httpidem.WithEndpoint("github-builds"), httpidem.WithKeyHeader("X-GitHub-Delivery"))
 	if err != nil {
 		panic(err)
 	}

@@ -27,7 +27,9 @@ import (
 //     to MaxKeyLen visible ASCII characters other than a comma, once;
 //     invalid or repeated: 400; with WithKeyHeader or WithKeyBodyField the
 //     key is that header (a webhook's delivery id) or body field instead
-//     (missing: 400 missing-key-source; unusable: 400 invalid-key-source);
+//     (missing: 400 missing-key-source; unusable: 400 invalid-key-source),
+//     scoped by WithEndpoint; with WithWebhook, the sender's id, after its
+//     signature is verified (401 invalid-signature, before any store call);
 //   - the stored key hashes the header with the caller (WithIdentity), so
 //     one caller can neither replay nor block another's key;
 //   - the fingerprint covers the method, the path (escaped, without the
@@ -42,6 +44,9 @@ import (
 //   - replay: the recorded status, headers (every value: a second
 //     Set-Cookie too) and body, plus Idempotent-Replayed: true, after the
 //     hook of WithResponseHook;
+//   - an answer of 401 or 403 is not recorded, and leaves no record: the
+//     reservation is released (core.MarkNoRecord), so the next request with
+//     the key runs the handler, and no attempt is counted;
 //   - an answer of 500 or more, 408 or 429, and a handler that panics, are
 //     not recorded: the key is released as a retryable failure and the
 //     client's retry runs the handler again (each such run counts against
@@ -74,9 +79,16 @@ func Middleware(runner *idem.Runner, opts ...Option) (func(http.Handler) http.Ha
 			return nil, err
 		}
 	}
+	var err error
+	if cfg.keyParts, err = httprule.Keying(cfg.sender, cfg.keyParts, cfg.endpoint, runner.Retention()); err != nil {
+		return nil, fmt.Errorf("httpidem: %w", err)
+	}
 	sel := runner.FingerprintSelection()
-	if cfg.selSet {
+	switch {
+	case cfg.selSet:
 		sel = cfg.selection
+	case cfg.sender != nil:
+		sel = cfg.sender.Selection()
 	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
@@ -120,6 +132,8 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.Verdict, a.Err = idem.Panicked, err
 		case !ran:
 			status, a.Verdict, a.Err = m.answer(r.Context(), w, out, err)
+		case httprule.Refused(status):
+			a.Verdict, a.Err = idem.Unauthorized, err
 		}
 		a.Attrs = m.attrs(r, status)
 		return a
@@ -155,13 +169,24 @@ func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (panicked any
 // recorded is the outcome to store for the handler's answer.
 func recorded(rec *recorder) ([]byte, error) {
 	status := rec.finish()
+	if err := httprule.Unstored(status); err != nil {
+		return nil, err
+	}
 	switch {
-	case httprule.RetryableStatus(status):
-		return nil, httprule.RetryLater(status)
 	case rec.omitted:
 		return httprule.EncodeOmitted(shape), nil
 	}
-	return httprule.Encode(shape, Response{StatusCode: status, Header: rec.header, Body: rec.body.Bytes()})
+	return httprule.Encode(shape, storedResponse{Response: Response{StatusCode: status, Header: rec.header, Body: rec.body.Bytes()}, HandlerCookies: true})
+}
+
+// storedResponse is a Response as the middleware stores it: HandlerCookies
+// marks a response whose Set-Cookie values are all the handler's own (the
+// recorder keeps no other). A response recorded by a release before the
+// mark may hold an outer middleware's cookie beside the handler's (a
+// session): its cookies are not replayed.
+type storedResponse struct {
+	Response
+	HandlerCookies bool `json:"handlerCookies,omitempty"`
 }
 
 // admit takes the stored key and the body of a request. ok is false when
@@ -174,14 +199,19 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, 
 		m.next.ServeHTTP(w, r)
 		return "", nil, false
 	}
-	read := httprule.NeedsBody(m.cfg.keyParts)
+	read := m.cfg.sender != nil || httprule.NeedsBody(m.cfg.keyParts)
 	var err error
 	if read {
 		if body, err = m.readBody(r); err != nil {
 			return "", nil, m.refuse(w, r, bodyAnswer(err), "", err)
 		}
 	}
-	rk, err := httprule.FindKey(m.cfg.keyParts, nil, r.Header, body)
+	if s := m.cfg.sender; s != nil {
+		if err := s.Verify(r.Header.Values, body, m.cfg.now()); err != nil {
+			return "", nil, m.refuse(w, r, httprule.NewAnswer(httprule.InvalidSignature, err.Error(), idem.Unauthorized), "", err)
+		}
+	}
+	rk, err := httprule.FindKey(m.cfg.keyParts, m.cfg.endpoint, nil, r.Header, body)
 	switch {
 	case !m.cfg.required[r.Method] && errors.Is(err, httprule.ErrNoKey):
 		if read {
@@ -260,14 +290,14 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, a httprule.A
 // idem.VerdictUnknown) and the error to log.
 func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem.Outcome, err error) (int, idem.Verdict, error) {
 	if out.Verdict != idem.Replayed {
-		a := httprule.Refusal(out.Verdict, err, m.cfg.now())
+		a := httprule.Refusal(out.Verdict, err, m.cfg.now(), m.cfg.keyParts)
 		return m.write(ctx, w, answerResponse(a), a.Verdict, false), idem.VerdictUnknown, err
 	}
 	if out.ResultOmitted {
 		return m.write(ctx, w, answerResponse(httprule.Omitted()), idem.ReplayOmitted, true), idem.ReplayOmitted, errResponseOmitted
 	}
 	st, err := httprule.Decode(out.Result)
-	var resp Response
+	var resp storedResponse
 	switch {
 	case err != nil:
 	case st.Omitted:
@@ -282,7 +312,14 @@ func (m *middleware) answer(ctx context.Context, w http.ResponseWriter, out idem
 	if err != nil {
 		return m.write(ctx, w, answerResponse(httprule.NewAnswer(httprule.Internal, "", idem.ReplayCorrupt)), idem.ReplayCorrupt, false), idem.ReplayCorrupt, err
 	}
-	return m.write(ctx, w, resp, idem.Replayed, true), idem.VerdictUnknown, nil
+	if !resp.HandlerCookies {
+		for k := range resp.Header {
+			if http.CanonicalHeaderKey(k) == setCookie {
+				delete(resp.Header, k)
+			}
+		}
+	}
+	return m.write(ctx, w, resp.Response, idem.Replayed, true), idem.VerdictUnknown, nil
 }
 
 // errResponseOmitted explains idem.ReplayOmitted in a log record.

@@ -11,6 +11,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/httprule"
+	"github.com/idemgo/idem/webhook"
 )
 
 // Defaults of the middleware's options.
@@ -42,6 +43,8 @@ type config struct {
 	keyParts    []httprule.KeyPart
 	selection   core.Selection
 	selSet      bool
+	endpoint    string          // WithEndpoint
+	sender      *webhook.Sender // WithWebhook
 }
 
 func defaultConfig() config {
@@ -199,16 +202,19 @@ func (c *config) waitContext(ctx context.Context) context.Context {
 // WithKeyHeader takes a request's idempotency key from the header name
 // (any case) instead of Idempotency-Key: a webhook sender's delivery id,
 // which it keeps on every retry of one delivery (GitHub's
-// X-GitHub-Delivery, Shopify's X-Shopify-Webhook-Id). The value must be
-// one header of 1 to MaxKeyLen visible ASCII characters other than a
-// comma. Given several times, or with WithKeyBodyField, the key is made of
-// all the sources in the order given (a composite key); each must be
-// present. A request of a required method (WithRequiredMethods) without
-// one is answered 400 missing-key-source; one of another method passes
-// through unkeyed; an unusable value is 400 invalid-key-source. The key is
-// hashed with the caller (WithIdentity) and the sources' names, so keys of
-// different sources never meet. WithKeyHeader("Idempotency-Key") alone is
-// the default.
+// X-GitHub-Delivery, Shopify's X-Shopify-Event-Id; WithWebhook does this
+// and verifies the sender's signature). The value must be one header of 1
+// to MaxKeyLen visible ASCII characters other than a comma. Given several
+// times, or with WithKeyBodyField, the key is made of all the sources in
+// the order given (a composite key); each must be present. A request of a
+// required method (WithRequiredMethods) without one is answered 400
+// missing-key-source; one of another method passes through unkeyed; an
+// unusable value is 400 invalid-key-source. The middleware needs
+// WithEndpoint: the key is hashed with the endpoint name, the caller
+// (WithIdentity) and the sources' names, so one id reaching two endpoints
+// runs once on each, and keys of different sources never meet.
+// WithKeyHeader("Idempotency-Key") alone is the default (and takes no
+// endpoint).
 func WithKeyHeader(name string) Option {
 	return func(c *config) error {
 		p, err := httprule.HeaderPart(name)
@@ -228,7 +234,8 @@ func WithKeyHeader(name string) Option {
 // missing-key-source (a request of a method that is not required passes
 // through); a value of another type is 400 invalid-key-source. The body is
 // read (under WithMaxBodyBytes) before the key is known, and given to the
-// handler again. It combines with WithKeyHeader as described there.
+// handler again. It combines with WithKeyHeader, and needs WithEndpoint, as
+// described there.
 func WithKeyBodyField(path string) Option {
 	return func(c *config) error {
 		p, err := httprule.FieldPart(path)
@@ -256,6 +263,51 @@ func WithFingerprintSelection(sel core.Selection) Option {
 			return err
 		}
 		c.selection, c.selSet = sel, true
+		return nil
+	}
+}
+
+// WithEndpoint names the endpoint whose keys a sender's delivery id makes
+// (WithKeyHeader, WithKeyBodyField, WithWebhook): the stored key is hashed
+// with it, so that the same id sent to two endpoints (Stripe sends an
+// event's id to every endpoint subscribed to it) runs once on each, on one
+// store. Give each endpoint its own name, the same on every server (its
+// route, say): 1 to 128 bytes without control characters. A middleware
+// keyed by a header or a body field needs one; one keyed by the
+// Idempotency-Key header takes none (the same key sent to another endpoint
+// is refused 422, as the IETF draft says).
+func WithEndpoint(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New("httpidem: WithEndpoint: empty endpoint name")
+		}
+		c.endpoint = name
+		return nil
+	}
+}
+
+// WithWebhook makes the middleware receive a webhook sender's deliveries
+// (see package webhook: webhook.GitHub, webhook.Stripe, webhook.Shopify,
+// webhook.HMAC): every request it does not pass through (any method but
+// GET, HEAD, OPTIONS and TRACE, unless WithRequiredMethods lists them) is
+// read (under WithMaxBodyBytes) and its signature verified, in constant
+// time, over the raw body, before anything is read from the store or
+// written to it; a signature missing or invalid (or, for Stripe, a
+// timestamp outside the tolerance of WithClock's clock) is answered 401
+// invalid-signature, logged and counted under idem.Unauthorized, at no
+// store call. The key is the sender's duplicate-detection id (with
+// WithEndpoint, which it needs; not with WithKeyHeader or
+// WithKeyBodyField), and the fingerprint leaves out what the sender changes
+// between deliveries of one event (unless WithFingerprintSelection is
+// given). Middleware refuses a runner whose retention
+// (idem.WithRetention) is shorter than the sender's window: the sender's
+// WithWindow accepts a shorter window knowingly.
+func WithWebhook(sender webhook.Sender) Option {
+	return func(c *config) error {
+		if err := sender.Err(); err != nil {
+			return fmt.Errorf("httpidem: WithWebhook: %w", err)
+		}
+		c.sender = &sender
 		return nil
 	}
 }

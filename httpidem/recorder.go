@@ -11,8 +11,9 @@ import (
 // recorder passes a handler's response through to the client as it is
 // written, and records it for replay: the status, the headers the handler
 // set (those that differ from the headers before it ran, so that the
-// headers of outer middleware, a request id say, are not replayed) and the
-// body, up to a limit. A response that flushes, hijacks the connection or
+// headers of outer middleware, a request id say, are not replayed; of
+// Set-Cookie, only the cookies the handler added, never an outer
+// middleware's session) and the body, up to a limit. A response that flushes, hijacks the connection or
 // writes more than the limit is not recorded (omitted). Not safe for
 // concurrent use, as no http.ResponseWriter is.
 type recorder struct {
@@ -42,7 +43,13 @@ func (c *recorder) WriteHeader(code int) {
 	}
 	c.header = http.Header{}
 	for k, vs := range c.w.Header() {
-		if !slices.Equal(vs, c.before[k]) {
+		switch {
+		case slices.Equal(vs, c.before[k]):
+		case http.CanonicalHeaderKey(k) == setCookie:
+			if added := addedValues(c.before[k], vs); len(added) > 0 {
+				c.header[k] = added
+			}
+		default:
 			c.header[k] = slices.Clone(vs)
 		}
 	}
@@ -100,4 +107,22 @@ func (c *recorder) finish() int {
 		c.WriteHeader(http.StatusOK)
 	}
 	return c.status
+}
+
+// setCookie is the header whose values are the cookies a response sets.
+const setCookie = "Set-Cookie"
+
+// addedValues returns the values of after that before does not have (each
+// value of before matching one of after at most once), in after's order.
+func addedValues(before, after []string) []string {
+	left := slices.Clone(before)
+	var added []string
+	for _, v := range after {
+		if i := slices.Index(left, v); i >= 0 {
+			left = slices.Delete(left, i, i+1)
+			continue
+		}
+		added = append(added, v)
+	}
+	return added
 }

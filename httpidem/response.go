@@ -38,6 +38,7 @@ const (
 	ProblemMissingKeySource = httprule.MissingKeySource // ProblemMissingKeySource: 400, a header or body field the key is taken from (WithKeyHeader, WithKeyBodyField) is missing.
 	ProblemInvalidKeySource = httprule.InvalidKeySource // ProblemInvalidKeySource: 400, such a header or body field is unusable (repeated, empty, too long, not visible ASCII; not a string or a number).
 	ProblemInvalidBody      = httprule.InvalidBody      // ProblemInvalidBody: 400, the body could not be read, or nests JSON too deep.
+	ProblemInvalidSignature = httprule.InvalidSignature // ProblemInvalidSignature: 401, with WithWebhook, the sender's signature is missing or invalid; nothing was stored.
 	ProblemBodyTooLarge     = httprule.BodyTooLarge     // ProblemBodyTooLarge: 413, the body is over WithMaxBodyBytes.
 	ProblemInProgress       = httprule.InProgress       // ProblemInProgress: 409, the key's first request is still running.
 	ProblemKeyReused        = httprule.KeyReused        // ProblemKeyReused: 422, the key was used with another method, path or body.
@@ -53,7 +54,10 @@ type Problem = httprule.Problem
 
 // Response is what the middleware records of a handler's response and
 // replays for its key: the status, the headers the handler set (all their
-// values: every Set-Cookie) and the body. It is stored as JSON (the body in
+// values: every Set-Cookie the handler added, never one an outer
+// middleware set) and the body. A replay adds the Set-Cookie values to the
+// response's own (an outer middleware's fresh session cookie), and sets the
+// other headers in place of the response's. It is stored as JSON (the body in
 // base64). The response hook (WithResponseHook) receives one.
 type Response struct {
 	// StatusCode is the HTTP status.
@@ -115,6 +119,12 @@ func (m *middleware) write(ctx context.Context, w http.ResponseWriter, resp Resp
 	}
 	h := w.Header()
 	for k, vs := range resp.Header {
+		if http.CanonicalHeaderKey(k) == setCookie {
+			// Cookies are added to the caller's own (an outer
+			// middleware's session), never put in their place.
+			h[k] = append(h[k], vs...)
+			continue
+		}
 		h[k] = vs
 	}
 	if resp.StatusCode == 0 {

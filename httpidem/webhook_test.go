@@ -38,7 +38,7 @@ func TestGitHubWebhook(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, "build %d of %d bytes", runs.inc("all"), len(b))
-	}), httpidem.WithKeyHeader("X-GitHub-Delivery"))
+	}), httpidem.WithEndpoint("github"), httpidem.WithKeyHeader("X-GitHub-Delivery"))
 	want := fmt.Sprintf("build 1 of %d bytes", len(ghPush))
 	steps := []struct {
 		name     string
@@ -79,7 +79,7 @@ func TestStripeWebhook(t *testing.T) {
 	url := e.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "run %d, %d bytes", runs.inc("all"), len(b))
-	}), httpidem.WithKeyBodyField("id"), httpidem.WithFingerprintSelection(core.IgnoreFields("pending_webhooks")))
+	}), httpidem.WithEndpoint("stripe"), httpidem.WithKeyBodyField("id"), httpidem.WithFingerprintSelection(core.IgnoreFields("pending_webhooks")))
 	sig := func(n int) []string {
 		return []string{"Content-Type", "application/json; charset=utf-8", "User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
 			"Stripe-Signature", fmt.Sprintf("t=%d,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8b%d", 1893553445+n, n)}

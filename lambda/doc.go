@@ -24,7 +24,8 @@
 //   - RESTAPI, HTTPAPI, FunctionURL and ALB: API Gateway REST APIs, HTTP
 //     APIs, Lambda function URLs and Application Load Balancer target
 //     groups, keyed by the Idempotency-Key header (or, for webhooks, by
-//     the sender's delivery id: WithKeyHeader, WithKeyBodyField). The
+//     the sender's delivery id on the endpoint: WithWebhook, which verifies
+//     the sender's signature first, or WithKeyHeader, WithKeyBodyField). The
 //     handler answers its event source's own response type, which is
 //     stored and replayed as it was (cookies and multi-value headers
 //     included). Services outside Lambda use package
@@ -46,15 +47,22 @@
 // turns it and the action name into a stored key, hashed with
 // core.DeriveKey so that no user data sits in the table's key. The HTTP
 // wrappers hash the Idempotency-Key header together with the caller's
-// identity, so that one caller can neither replay nor block another
-// caller's key; the method and the path are part of the fingerprint, so the
-// same key on another endpoint is refused as reused (422). A handler finds
-// its call's stored key with StoredKey, to derive the ids it writes and the
-// keys it passes downstream. A KeyConfig holds an SQS, SNS or HTTP
-// wrapper's key configuration as data (a JSON file, ParseKeyConfig), which
-// the function builds its wrapper from and the idem command reads, so that
-// an operator finds the record of a message (KeyConfig.MessageKey) or a
-// request (RequestKey) as the wrapper keyed it.
+// identity (every field of the request context that tells callers apart;
+// a caller an authorizer let through that cannot be identified is refused,
+// ErrUnidentifiedCaller), so that one caller can neither replay nor block
+// another caller's key; the method and the path are part of the
+// fingerprint, so the same key on another endpoint is refused as reused
+// (422). Keys are scoped further by what the platform sets and a sender
+// cannot choose (ScopedKey): the invocation's tenant id (Lambda's tenant
+// isolation mode, every wrapper), an SNS topic, an EventBridge account,
+// and with WithMessageGroupTenant a fair queue's message group. A handler
+// finds its call's stored key with StoredKey, to derive the ids it writes
+// and the keys it passes downstream. docs/security.md has the whole threat
+// model. A KeyConfig holds an SQS, SNS or HTTP wrapper's key configuration
+// as data (a JSON file, ParseKeyConfig), which the function builds its
+// wrapper from and the idem command reads, so that an operator finds the
+// record of a message (KeyConfig.MessageKey) or a request (RequestKey) as
+// the wrapper keyed it.
 //
 // The payload fingerprint covers the whole payload, or the fields that
 // WithFingerprintSelection (or the runner's idem.WithFingerprintSelection)

@@ -2,6 +2,7 @@ package idemlambda
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -33,11 +34,13 @@ type Envelope struct {
 }
 
 // unwrapped is a message body taken out of its envelope: the body, the
-// attributes the envelope carried, and for an event its type fields.
+// attributes the envelope carried, for an event its type fields, and the
+// scope the envelope's service set (ScopeTopic, ScopeAccount).
 type unwrapped struct {
 	body  string
 	attrs map[string]events.SQSMessageAttribute
 	typed *eventType
+	scope []string
 }
 
 // eventType is what names an EventBridge event's kind: fingerprinted
@@ -51,10 +54,11 @@ func (e Envelope) String() string { return e.name }
 // Unwrap returns msg as it would arrive without the envelope, as the
 // wrappers pass it to the key sources and the handler: see SNSEnvelope and
 // EventBridgeEnvelope. A body that is not in the envelope is an error
-// wrapping ErrNotEnveloped and ErrMissingKey. With SQSKey it gives the
-// stored key of an enveloped message, for operators' tools.
+// wrapping ErrNotEnveloped and ErrMissingKey. With SQSKey and ScopedKey
+// (the envelope's scope: "topic=<TopicArn>", "account=<account>") it gives
+// the stored key of an enveloped message, for operators' tools.
 func (e Envelope) Unwrap(msg events.SQSMessage) (events.SQSMessage, error) {
-	m, _, err := unwrapMessage([]Envelope{e}, msg)
+	m, _, _, err := unwrapMessage([]Envelope{e}, msg)
 	return m, err
 }
 
@@ -66,8 +70,11 @@ func (e Envelope) Unwrap(msg events.SQSMessage) (events.SQSMessage, error) {
 // would have delivered: its body is Message, and its MessageAttributes are
 // the published attributes (String, Number and String.Array as
 // StringValue, Binary decoded from base64 into BinaryValue, or kept as its
-// bytes if it is not base64), added to any the SQS message has. The SNS MessageId, Timestamp and Subject are left behind,
-// as raw message delivery leaves them.
+// bytes if it is not base64), added to any the SQS message has. The SNS
+// MessageId, Timestamp and Subject are left behind, as raw message delivery
+// leaves them. The TopicArn, which SNS sets and a publisher cannot choose,
+// scopes the message's key (ScopeTopic): messages of two topics with the
+// same event identity are two events.
 func SNSEnvelope() Envelope {
 	return Envelope{name: "sns", unwrap: unwrapSNS}
 }
@@ -82,7 +89,11 @@ func SNSEnvelope() Envelope {
 // KeyFromAttribute("detail-type") keys each kind of event apart). The
 // fingerprint covers the detail, the source and the detail-type; a
 // fingerprint selection (WithFingerprintSelection) applies to the detail.
-// The id, time, account, region and resources are left behind.
+// The account, which EventBridge sets to the sender's and a sender cannot
+// choose, scopes the event's key (ScopeAccount): events of two accounts on
+// one bus with the same event identity are two events, and an event
+// without an account is not in the envelope. The id, time, region and
+// resources are left behind.
 func EventBridgeEnvelope() Envelope {
 	return Envelope{name: "eventbridge", unwrap: unwrapEventBridge}
 }
@@ -115,7 +126,7 @@ func unwrapSNS(body string) (unwrapped, error) {
 	case n.MessageID == "" || n.TopicArn == "":
 		return unwrapped{}, notEnveloped("an SNS notification", "no MessageId or TopicArn")
 	}
-	return unwrapped{body: *n.Message, attrs: snsAttributes(n.MessageAttributes)}, nil
+	return unwrapped{body: *n.Message, attrs: snsAttributes(n.MessageAttributes), scope: scope(ScopeTopic, n.TopicArn)}, nil
 }
 
 // snsAttributes converts SNS message attributes to SQS's form, as raw
@@ -142,6 +153,7 @@ func snsAttributes(in map[string]snsAttribute) map[string]events.SQSMessageAttri
 // reads.
 type eventBridgeEvent struct {
 	ID         string          `json:"id"`
+	Account    string          `json:"account"`
 	DetailType *string         `json:"detail-type"`
 	Source     *string         `json:"source"`
 	Detail     json.RawMessage `json:"detail"`
@@ -153,8 +165,8 @@ func unwrapEventBridge(body string) (unwrapped, error) {
 		return unwrapped{}, notEnveloped("an EventBridge event", err.Error())
 	}
 	switch {
-	case ev.ID == "" || ev.DetailType == nil || ev.Source == nil:
-		return unwrapped{}, notEnveloped("an EventBridge event", "no id, detail-type or source")
+	case ev.ID == "" || ev.DetailType == nil || ev.Source == nil || ev.Account == "":
+		return unwrapped{}, notEnveloped("an EventBridge event", "no id, detail-type, source or account")
 	case !bytes.HasPrefix(bytes.TrimLeft(ev.Detail, " \t\r\n"), []byte("{")):
 		return unwrapped{}, notEnveloped("an EventBridge event", "detail is not a JSON object")
 	}
@@ -166,6 +178,7 @@ func unwrapEventBridge(body string) (unwrapped, error) {
 			"source":      {DataType: "String", StringValue: &src},
 		},
 		typed: &eventType{source: src, detailType: dt},
+		scope: scope(ScopeAccount, ev.Account),
 	}, nil
 }
 
@@ -174,15 +187,18 @@ func notEnveloped(what, why string) error {
 }
 
 // unwrapMessage takes envs off msg's body, outermost first, and returns
-// the message as the key sources and the handler see it, and the type of
-// the innermost event, if an EventBridge envelope was taken off.
-func unwrapMessage(envs []Envelope, msg events.SQSMessage) (events.SQSMessage, *eventType, error) {
+// the message as the key sources and the handler see it, the type of the
+// innermost event, if an EventBridge envelope was taken off, and the
+// envelopes' scopes, outermost first.
+func unwrapMessage(envs []Envelope, msg events.SQSMessage) (events.SQSMessage, *eventType, []string, error) {
 	var typed *eventType
+	var scopes []string
 	for _, e := range envs {
 		u, err := e.unwrap(msg.Body)
 		if err != nil {
-			return msg, nil, err
+			return msg, nil, nil, err
 		}
+		scopes = append(scopes, u.scope...)
 		msg.Body = u.body
 		if len(u.attrs) > 0 {
 			attrs := maps.Clone(msg.MessageAttributes)
@@ -196,7 +212,7 @@ func unwrapMessage(envs []Envelope, msg events.SQSMessage) (events.SQSMessage, *
 			typed = u.typed
 		}
 	}
-	return msg, typed, nil
+	return msg, typed, scopes, nil
 }
 
 // envelopePayload is the payload fingerprinted for a message body: the body
@@ -254,23 +270,33 @@ func WithEnvelope(envs ...Envelope) BatchOption {
 
 // sqsRecord is a message of an SQS batch as the wrapper processes it: as
 // the handler gets it (unwrapped, WithEnvelope), its fingerprinted payload,
-// and its stored key or the error that leaves it without one.
+// its stored key (scoped) or the error that leaves it without one, and its
+// tenant.
 type sqsRecord struct {
 	msg     events.SQSMessage
 	payload []byte
 	key     string
 	keyErr  error
+	tenant  string
 }
 
 // prepare takes a message of an SQS batch out of its envelopes and takes
-// its payload and its key.
-func (w *sqsWrapper) prepare(msg events.SQSMessage) sqsRecord {
-	m, typed, err := unwrapMessage(w.cfg.envelopes, msg)
+// its payload and its key, scoped by its tenant and its envelopes (see
+// ScopedKey).
+func (w *sqsWrapper) prepare(ctx context.Context, msg events.SQSMessage) sqsRecord {
+	scopes, tenant, err := w.recordScopes(ctx, msg)
 	if err != nil {
-		return sqsRecord{msg: msg, payload: []byte(msg.Body), keyErr: err}
+		return sqsRecord{msg: msg, payload: []byte(msg.Body), keyErr: err, tenant: tenant}
+	}
+	m, typed, envScopes, err := unwrapMessage(w.cfg.envelopes, msg)
+	if err != nil {
+		return sqsRecord{msg: msg, payload: []byte(msg.Body), keyErr: err, tenant: tenant}
 	}
 	key, err := SQSKey(w.source, w.action, m)
-	return sqsRecord{msg: m, payload: envelopePayload(m.Body, typed), key: key, keyErr: err}
+	if err == nil {
+		key, err = ScopedKey(key, append(scopes, envScopes...)...)
+	}
+	return sqsRecord{msg: m, payload: envelopePayload(m.Body, typed), key: key, keyErr: err, tenant: tenant}
 }
 
 // payloadFingerprint is the fingerprint of the SQS and SNS wrappers'

@@ -18,7 +18,7 @@ import (
 func FuzzUnwrap(f *testing.F) {
 	for _, s := range []struct{ body, message string }{
 		{`{"Type":"Notification","MessageId":"m","TopicArn":"t","Message":"hi"}`, `{"order_id":"o-1"}`},
-		{`{"version":"0","id":"e","detail-type":"T","source":"s","detail":{"a":1}}`, "plain text \xff"},
+		{`{"version":"0","id":"e","detail-type":"T","source":"s","account":"1","detail":{"a":1}}`, "plain text \xff"},
 		{`{"Type":"Notification","MessageId":"m","TopicArn":"t","Message":null}`, ""},
 		{`{"id":"e","detail-type":"T","source":"s","detail":[1]}`, `{"a":[1,{"b":null}]}`},
 		{`[`, "\u2028<&>"},
@@ -43,7 +43,7 @@ func FuzzUnwrap(f *testing.F) {
 			t.Fatalf("notification of %q: body %q, %v", message, m.Body, err)
 		}
 		if json.Valid([]byte(message)) && len(message) > 0 && message[0] == '{' {
-			ev := `{"version":"0","id":"e","detail-type":"T","source":"s","time":"2030-01-02T03:04:05Z","detail":` + message + `}`
+			ev := `{"version":"0","id":"e","detail-type":"T","source":"s","account":"123456789012","time":"2030-01-02T03:04:05Z","detail":` + message + `}`
 			if m, err := idemlambda.EventBridgeEnvelope().Unwrap(events.SQSMessage{Body: ev}); err != nil || m.Body != message {
 				t.Fatalf("event of detail %s: body %q, %v", message, m.Body, err)
 			}

@@ -250,7 +250,9 @@ func hostileHTTPCases() []hostileHTTP {
 			rest: func(r *events.APIGatewayProxyRequest) {
 				r.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": []any{"a"}}}
 			}},
-		{name: "JWT authorizer without claims", only: "v2", headers: headers(key...), body: "{}", status: ok, runs: 1,
+		// An authorizer that ran but names no caller: refused, never run
+		// in a key space that every such caller shares.
+		{name: "JWT authorizer without claims", only: "v2", headers: headers(key...), body: "{}", status: 500, problem: idemlambda.ProblemInternal,
 			v2: func(r *events.APIGatewayV2HTTPRequest) {
 				r.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 					JWT:    &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{},
@@ -258,7 +260,7 @@ func hostileHTTPCases() []hostileHTTP {
 					IAM:    &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{},
 				}
 			}},
-		{name: "IAM authorizer without caller", only: "url", headers: headers(key...), body: "{}", status: ok, runs: 1,
+		{name: "IAM authorizer without caller", only: "url", headers: headers(key...), body: "{}", status: 500, problem: idemlambda.ProblemInternal,
 			url: func(r *events.LambdaFunctionURLRequest) {
 				r.RequestContext.Authorizer = &events.LambdaFunctionURLRequestContextAuthorizerDescription{IAM: &events.LambdaFunctionURLRequestContextAuthorizerIAMDescription{}}
 			}},

@@ -47,6 +47,10 @@ const (
 	// ProblemInvalidBody: 400, a base64 body that does not decode, or a
 	// JSON body nested deeper than MaxBodyDepth.
 	ProblemInvalidBody = httprule.InvalidBody
+	// ProblemInvalidSignature: 401, with WithWebhook, the sender's signature
+	// is missing, malformed or made with none of the secrets, or (Stripe)
+	// its timestamp is outside the tolerance; nothing was stored.
+	ProblemInvalidSignature = httprule.InvalidSignature
 	// ProblemInProgress: 409, a request with the same key is still being
 	// processed; Retry-After says when its lease ends (answered from the
 	// runner's memory of keys in progress, its next recheck of the store).
@@ -111,8 +115,10 @@ func RESTAPI(runner *idem.Runner, handler func(context.Context, events.APIGatewa
 //     with commas), a double quote or a backslash; missing: 400 (or, with WithOptionalKey, the handler runs
 //     unkeyed); invalid or repeated: 400;
 //   - with WithKeyHeader or WithKeyBodyField, the key is that header (a
-//     webhook's delivery id) or body field instead: missing, 400
-//     missing-key-source; unusable, 400 invalid-key-source;
+//     webhook's delivery id) or body field instead, scoped by WithEndpoint:
+//     missing, 400 missing-key-source; unusable, 400 invalid-key-source;
+//     with WithWebhook, the sender's id, after its signature is verified
+//     (401 invalid-signature, before any store call);
 //   - the stored key hashes the header with the caller identity (JWT sub
 //     claim, IAM userArn or callerId, a Lambda authorizer's principalId or
 //     sub, and the header of WithIdentityHeader), so one caller cannot
@@ -129,6 +135,9 @@ func RESTAPI(runner *idem.Runner, handler func(context.Context, events.APIGatewa
 //     method, path or body: 422;
 //   - replay: the stored response, plus Idempotent-Replayed: true, then
 //     the hook of WithResponseHook, if any (it cannot remove the marker);
+//   - a response with status 401 or 403 is returned as it is and leaves no
+//     record: the reservation is released (core.MarkNoRecord), so the next
+//     request with the key runs the handler, and no attempt is counted;
 //   - a response with status 500 or more, 408 or 429, or a handler error
 //     (answered as a 500 problem), is returned as it is but not stored, and
 //     the runner does not retry it in-process: the client's retry runs the
@@ -147,10 +156,13 @@ func HTTPAPI(runner *idem.Runner, handler func(context.Context, events.APIGatewa
 // FunctionURL returns a handler for Lambda function URLs (buffered invoke
 // mode) that makes handler idempotent per Idempotency-Key header; see
 // HTTPAPI for the rules. The response keeps its Cookies on a replay. The
-// caller identity that scopes keys is the IAM caller's userArn (or
-// callerId) when the URL uses AWS_IAM auth.
-func FunctionURL(runner *idem.Runner, handler func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), opts ...HTTPOption) (func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), error) {
-	return newHTTPWrapper(runner, handler, functionURLFlavour, opts)
+// caller identity that scopes keys, when the URL uses AWS_IAM auth, is the
+// IAM caller's userArn (or callerId) and, for a Cognito identity pool's
+// user, the identity id, which the handler reads from the event as Lambda
+// sends it when started with lambda.Start(handler) (see FunctionURLHandler).
+func FunctionURL(runner *idem.Runner, handler func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error), opts ...HTTPOption) (FunctionURLHandler, error) {
+	h, err := newHTTPWrapper(runner, handler, functionURLFlavour, opts)
+	return h, err
 }
 
 // ALB returns a handler for Application Load Balancer target groups that

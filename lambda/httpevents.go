@@ -1,6 +1,8 @@
 package idemlambda
 
 import (
+	"context"
+
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -26,16 +28,17 @@ type httpRequest struct {
 	body         string
 	base64       bool
 	identity     []string // labelled parts, in a fixed order
+	unidentified error    // an authorizer ran but names no caller (ErrUnidentifiedCaller)
 	shape        string   // the stored shape of the answer
 	multiAnswer  bool     // the wrapper's headers go in MultiValueHeaders
 }
 
 // flavour is what the HTTP machinery knows of one event source: the
-// request's view, and the conversions of its response type to and from
-// the neutral view.
+// request's view (in the invocation's context), and the conversions of its
+// response type to and from the neutral view.
 type flavour[Req, Resp any] struct {
 	name    string // the constructor
-	request func(Req) httpRequest
+	request func(context.Context, Req) httpRequest
 	view    func(Resp) response
 	native  func(response) Resp
 }
@@ -84,89 +87,43 @@ var albFlavour = flavour[events.ALBTargetGroupRequest, events.ALBTargetGroupResp
 	},
 }
 
-func restRequest(r events.APIGatewayProxyRequest) httpRequest {
-	var id []string
-	if a := r.RequestContext.Authorizer; a != nil {
-		id = addIdentity(id, "principal", stringOf(a["principalId"]))
-		if claims, ok := a["claims"].(map[string]any); ok {
-			id = addIdentity(id, "sub", stringOf(claims["sub"]))
-		}
-	}
-	ri := r.RequestContext.Identity
-	if ri.UserArn != "" {
-		id = addIdentity(id, "iam", ri.UserArn)
-	} else {
-		id = addIdentity(id, "iam", ri.Caller)
-	}
-	id = addIdentity(id, "cognito", ri.CognitoIdentityID)
-	id = addIdentity(id, "apikey", ri.APIKeyID)
+func restRequest(_ context.Context, r events.APIGatewayProxyRequest) httpRequest {
+	c := restCaller(r)
 	method := r.HTTPMethod
 	if method == "" {
 		method = r.RequestContext.HTTPMethod
 	}
-	return httpRequest{method: method, path: r.Path, headers: r.Headers, multi: r.MultiValueHeaders, body: r.Body, base64: r.IsBase64Encoded, identity: id, shape: shapeREST}
+	return httpRequest{method: method, path: r.Path, headers: r.Headers, multi: r.MultiValueHeaders, body: r.Body, base64: r.IsBase64Encoded, identity: c.parts, unidentified: c.err, shape: shapeREST}
 }
 
-func httpAPIRequest(r events.APIGatewayV2HTTPRequest) httpRequest {
-	var id []string
-	if a := r.RequestContext.Authorizer; a != nil {
-		if a.JWT != nil {
-			id = addIdentity(id, "sub", a.JWT.Claims["sub"])
-		}
-		if a.IAM != nil {
-			if a.IAM.UserARN != "" {
-				id = addIdentity(id, "iam", a.IAM.UserARN)
-			} else {
-				id = addIdentity(id, "iam", a.IAM.CallerID)
-			}
-		}
-		if a.Lambda != nil {
-			id = addIdentity(id, "principal", stringOf(a.Lambda["principalId"]))
-			id = addIdentity(id, "lambda-sub", stringOf(a.Lambda["sub"]))
-		}
-	}
+func httpAPIRequest(_ context.Context, r events.APIGatewayV2HTTPRequest) httpRequest {
+	c := httpAPICaller(r)
 	path := r.RawPath
 	if path == "" {
 		path = r.RequestContext.HTTP.Path
 	}
-	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: id, shape: shapeHTTPAPI}
+	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: c.parts, unidentified: c.err, shape: shapeHTTPAPI}
 }
 
-func functionURLRequest(r events.LambdaFunctionURLRequest) httpRequest {
-	var id []string
-	if a := r.RequestContext.Authorizer; a != nil && a.IAM != nil {
-		if a.IAM.UserARN != "" {
-			id = addIdentity(id, "iam", a.IAM.UserARN)
-		} else {
-			id = addIdentity(id, "iam", a.IAM.CallerID)
-		}
-	}
+// functionURLRequest: the Cognito identity id of an IAM caller is read
+// from the event as Lambda sent it (FunctionURLHandler.Invoke puts it in
+// ctx).
+func functionURLRequest(ctx context.Context, r events.LambdaFunctionURLRequest) httpRequest {
+	c := functionURLCaller(r, urlIAMOf(ctx))
 	path := r.RawPath
 	if path == "" {
 		path = r.RequestContext.HTTP.Path
 	}
-	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: id, shape: shapeFunctionURL}
+	return httpRequest{method: r.RequestContext.HTTP.Method, path: path, headers: r.Headers, body: r.Body, base64: r.IsBase64Encoded, identity: c.parts, unidentified: c.err, shape: shapeFunctionURL}
 }
 
 // albRequest: an ALB has no caller identity of its own (WithIdentityHeader
 // adds one). A target group with multi-value headers sends
 // multiValueHeaders and no headers, and reads only multiValueHeaders back.
-func albRequest(r events.ALBTargetGroupRequest) httpRequest {
+func albRequest(_ context.Context, r events.ALBTargetGroupRequest) httpRequest {
 	req := httpRequest{method: r.HTTPMethod, path: r.Path, headers: r.Headers, multi: r.MultiValueHeaders, body: r.Body, base64: r.IsBase64Encoded, shape: shapeALB}
 	if len(r.MultiValueHeaders) > 0 {
 		req.shape, req.multiAnswer = shapeALBMulti, true
 	}
 	return req
-}
-
-func addIdentity(id []string, label, v string) []string {
-	if v == "" {
-		return id
-	}
-	return append(id, label+"="+v)
-}
-
-func stringOf(v any) string {
-	s, _ := v.(string)
-	return s
 }

@@ -38,6 +38,12 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 	if err != nil {
 		return nil, err
 	}
+	if cfg.keyParts, err = httprule.Keying(cfg.sender, cfg.keyParts, cfg.endpoint, runner.Retention()); err != nil {
+		return nil, fmt.Errorf("idemlambda: %s: %w", fl.name, err)
+	}
+	if cfg.sender != nil && !cfg.selectionSet {
+		cfg.selection, cfg.selectionSet = cfg.sender.Selection(), true
+	}
 	w := &httpWrapper[Req, Resp]{runner: runner, cfg: cfg, fl: fl, handler: handler, sel: cfg.selectionFor(runner)}
 	if cfg.hook != nil {
 		hook, ok := cfg.hook.fn.(func(context.Context, *Resp, idem.Verdict))
@@ -54,7 +60,8 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 // The call is logged and observed once, by the runner, with the request
 // and the status answered (annotate).
 func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, error) {
-	req := w.request(event)
+	req := w.request(ctx, event)
+	ctx = withTenant(ctx, lambdaTenant(ctx))
 	key, body, early := w.admit(ctx, req, event)
 	if early != nil {
 		return *early, nil
@@ -67,9 +74,13 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 		if fresh != nil {
 			// The handler ran in this call: its response is the truth,
 			// whether or not its outcome could be recorded.
-			a := idem.Annotation{Attrs: w.attrs(req, w.fl.view(*fresh).StatusCode)}
+			status := w.fl.view(*fresh).StatusCode
+			a := idem.Annotation{Attrs: w.attrs(req, status)}
 			if failed != nil {
 				a.Attrs = append(a.Attrs, slog.String("handler_error", failed.Error()))
+			}
+			if failed == nil && httprule.Refused(status) {
+				a.Verdict, a.Err = idem.Unauthorized, err
 			}
 			return a
 		}
@@ -80,8 +91,11 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	out, _ := w.runner.Do(w.doContext(actx, req), key, body, func(ctx context.Context) ([]byte, error) {
 		resp, status, herr := w.run(withStoredKey(ctx, key), req, event)
 		fresh, failed = &resp, herr
-		if herr != nil || httprule.RetryableStatus(status) {
+		if herr != nil {
 			return nil, httprule.RetryLater(status)
+		}
+		if err := httprule.Unstored(status); err != nil {
+			return nil, err
 		}
 		b, merr := httprule.Encode(req.shape, resp)
 		if merr != nil { // the AWS response types always marshal
@@ -100,8 +114,8 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 
 // request is the event's view, with the identity header of
 // WithIdentityHeader added to the caller identity.
-func (w *httpWrapper[Req, Resp]) request(event Req) httpRequest {
-	return w.cfg.withIdentityHeader(w.fl.request(event))
+func (w *httpWrapper[Req, Resp]) request(ctx context.Context, event Req) httpRequest {
+	return w.cfg.withIdentityHeader(w.fl.request(ctx, event))
 }
 
 // withIdentityHeader returns req with the identity header of
@@ -119,27 +133,11 @@ func (c *config) withIdentityHeader(req httpRequest) httpRequest {
 				vals = append(vals, v)
 			}
 		}
-		req.identity = addIdentity(req.identity, "header:"+strings.ToLower(name), strings.Join(vals, ","))
+		c := caller{parts: req.identity}
+		c.addString("header:"+strings.ToLower(name), strings.Join(vals, ","))
+		req.identity = c.parts
 	}
 	return req
-}
-
-// requestKey returns the stored key of req under c's key sources
-// (WithKeyHeader, WithKeyBodyField; by default the Idempotency-Key header),
-// hashed with its caller identity, and its body where a source needed it
-// decoded. bodyErr is a body that could not be decoded for a source; err
-// is FindKey's (wrapping httprule.ErrNoKey or core.ErrInvalidKey).
-func (c *config) requestKey(req httpRequest) (key string, body []byte, bodyErr, err error) {
-	if httprule.NeedsBody(c.keyParts) {
-		if body, bodyErr = DecodeBody(req.body, req.base64); bodyErr != nil {
-			return "", nil, bodyErr, nil
-		}
-	}
-	rk, err := httprule.FindKey(c.keyParts, req.headers, req.multi, body)
-	if err == nil {
-		key, err = rk.Stored(req.identity)
-	}
-	return key, body, nil, err
 }
 
 // run runs the handler: its response, with a StatusCode of 0 made 200, or
@@ -171,11 +169,21 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 	invalidBody := func(err error) *Resp {
 		return w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidBody, err.Error(), idem.InvalidPayload), key, err)
 	}
-	key, body, bodyErr, err := w.cfg.requestKey(req)
-	if bodyErr != nil {
-		return "", nil, invalidBody(bodyErr)
+	if w.cfg.sender != nil || httprule.NeedsBody(w.cfg.keyParts) {
+		if err := decode(); err != nil {
+			return "", nil, invalidBody(err)
+		}
 	}
+	if s := w.cfg.sender; s != nil {
+		values := func(name string) []string { return httprule.HeaderValues(req.headers, req.multi, name) }
+		if err := s.Verify(values, body, w.cfg.now()); err != nil {
+			return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidSignature, err.Error(), idem.Unauthorized), "", err)
+		}
+	}
+	key, err := w.cfg.requestKey(ctx, req, body)
 	switch {
+	case errors.Is(err, ErrUnidentifiedCaller):
+		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", err)
 	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:
 		resp, status, herr := w.run(ctx, req, event)
 		if herr != nil {
@@ -191,6 +199,33 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 	}
 	return key, body, nil
 }
+
+// requestKey returns the stored key of req, whose body (decoded where a
+// key source needs it) is body: its key sources' values (FindKey: by
+// default the Idempotency-Key header), hashed with the caller identity and
+// scoped by the invocation's tenant (ctx). The error wraps httprule.ErrNoKey
+// or core.ErrInvalidKey, or, for a caller an authorizer let through that the
+// request does not identify, ErrUnidentifiedCaller.
+func (c *config) requestKey(ctx context.Context, req httpRequest, body []byte) (string, error) {
+	rk, err := httprule.FindKey(c.keyParts, c.endpoint, req.headers, req.multi, body)
+	if err != nil {
+		return "", err
+	}
+	if req.unidentified != nil {
+		return "", req.unidentified
+	}
+	key, err := rk.Stored(req.identity)
+	if err != nil {
+		return "", err
+	}
+	key, _, err = tenantScoped(ctx, key)
+	return key, err
+}
+
+// unidentifiedDetail is the problem's detail for a caller an authorizer let
+// through that the wrapper cannot identify (ErrUnidentifiedCaller): the
+// cause is the server's configuration, which the log record names.
+const unidentifiedDetail = "The caller of this request cannot be identified, so its idempotency key cannot be kept apart from other callers' keys; it was not run."
 
 // doContext is the context of the runner's call for req: the wait of
 // WithWait, and the request's fingerprint (httprule.Fingerprint: the method,
@@ -218,7 +253,7 @@ func (w *httpWrapper[Req, Resp]) answer(ctx context.Context, req httpRequest, ou
 	if out.Verdict == idem.Replayed {
 		return w.replay(ctx, req, out)
 	}
-	return w.own(ctx, req, httprule.Refusal(out.Verdict, err, w.cfg.now())), idem.VerdictUnknown, err
+	return w.own(ctx, req, httprule.Refusal(out.Verdict, err, w.cfg.now(), w.cfg.keyParts)), idem.VerdictUnknown, err
 }
 
 // own is one of the wrapper's own answers, in the request's header mode,

@@ -2,14 +2,18 @@ package idemlambda
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/httprule"
+	"github.com/idemgo/idem/webhook"
 )
 
 // KeyConfig is a wrapper's key configuration as data: what makes the
@@ -18,11 +22,16 @@ import (
 // function builds its wrapper from it (Source and BatchOptions for SQS and
 // SNS, HTTPOptions for the HTTP wrappers); the idem command reads the same
 // JSON file (--key-config) and computes a message's key with MessageKey, a
-// request's with RequestKey, exactly as the wrapper does.
+// request's with RequestKey, exactly as the wrapper does. The scopes a key
+// carries beyond the event's identity are in it too: the action, the
+// endpoint, the caller identity's header, a fair queue's message group,
+// the envelopes' topic and account; the invocation's tenant id, which the
+// event does not hold, comes from the context MessageKey and RequestKey
+// are given.
 //
 //	{"action": "ship-order", "key": ["attribute:tenant", "body:order_id"], "envelopes": ["sns"]}
-//	{"key": ["header:X-GitHub-Delivery"]}
-//	{"key": ["body:id"], "fingerprint_ignore": ["pending_webhooks"]}
+//	{"endpoint": "github-hooks", "webhook": "github"}
+//	{"endpoint": "payments", "key": ["body:id"], "fingerprint_ignore": ["pending_webhooks"]}
 //
 // A KeyConfig is a plain value, safe to copy and to use concurrently. Its
 // zero value is the HTTP wrappers' default (the Idempotency-Key header);
@@ -49,6 +58,18 @@ type KeyConfig struct {
 	// core.SelectFields or core.IgnoreFields); at most one of them.
 	FingerprintSelect []string `json:"fingerprint_select,omitempty"`
 	FingerprintIgnore []string `json:"fingerprint_ignore,omitempty"`
+	// MessageGroupTenant scopes each message's key by its MessageGroupId,
+	// a fair queue's tenant (WithMessageGroupTenant). SQS only.
+	MessageGroupTenant bool `json:"message_group_tenant,omitempty"`
+	// Endpoint names the endpoint whose keys a sender's delivery id makes
+	// (WithEndpoint): an HTTP wrapper keyed by a header or a body field, or
+	// by a webhook sender, needs it. HTTP only.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Webhook names the sender whose duplicate-detection id is the key and
+	// whose fingerprint selection applies (WithWebhook): "github"
+	// (webhook.GitHub), "stripe" (webhook.Stripe) or "shopify"
+	// (webhook.Shopify); with it, Key is empty. HTTP only.
+	Webhook string `json:"webhook,omitempty"`
 	// IdentityHeader adds a trusted header to the caller identity that
 	// scopes the keys (WithIdentityHeader). HTTP only.
 	IdentityHeader string `json:"identity_header,omitempty"`
@@ -99,7 +120,30 @@ func (k KeyConfig) Check() error {
 			return err
 		}
 	}
+	if _, err := k.sender(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// senders are the webhook senders a KeyConfig names, by their names.
+var senders = map[string]func(secrets ...string) webhook.Sender{
+	"github": webhook.GitHub, "stripe": webhook.Stripe, "shopify": webhook.Shopify,
+}
+
+// sender returns the constructor of k's webhook sender (nil for none).
+func (k KeyConfig) sender() (func(secrets ...string) webhook.Sender, error) {
+	if k.Webhook == "" {
+		return nil, nil
+	}
+	s, ok := senders[k.Webhook]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("idemlambda: key configuration: webhook %q: want github, stripe or shopify", k.Webhook)
+	case len(k.Key) > 0:
+		return nil, fmt.Errorf("idemlambda: key configuration: the key of a %s webhook is its delivery id: give webhook or key, not both", k.Webhook)
+	}
+	return s, nil
 }
 
 // keySpec is one parsed entry of KeyConfig.Key.
@@ -147,11 +191,12 @@ func (k KeyConfig) Source() (KeySource, error) {
 	return KeyFromAll(sources...), nil
 }
 
-// BatchOptions returns the SQS and SNS wrappers' options of k: WithEnvelope
-// and WithFingerprintSelection, as k sets them.
+// BatchOptions returns the SQS and SNS wrappers' options of k:
+// WithEnvelope, WithMessageGroupTenant and WithFingerprintSelection, as k
+// sets them.
 func (k KeyConfig) BatchOptions() ([]BatchOption, error) {
-	if k.IdentityHeader != "" {
-		return nil, errors.New("idemlambda: key configuration: identity_header is an HTTP wrapper's; a message has no caller identity")
+	if k.IdentityHeader != "" || k.Endpoint != "" || k.Webhook != "" {
+		return nil, errors.New("idemlambda: key configuration: identity_header, endpoint and webhook are an HTTP wrapper's; a message has none")
 	}
 	envs, err := k.envelopes()
 	if err != nil {
@@ -160,6 +205,9 @@ func (k KeyConfig) BatchOptions() ([]BatchOption, error) {
 	var opts []BatchOption
 	if len(envs) > 0 {
 		opts = append(opts, WithEnvelope(envs...))
+	}
+	if k.MessageGroupTenant {
+		opts = append(opts, WithMessageGroupTenant())
 	}
 	if sel, err := k.selection(); err != nil {
 		return nil, err
@@ -170,11 +218,38 @@ func (k KeyConfig) BatchOptions() ([]BatchOption, error) {
 }
 
 // HTTPOptions returns the HTTP wrappers' options of k: WithKeyHeader and
-// WithKeyBodyField for its key sources, WithIdentityHeader and
-// WithFingerprintSelection.
-func (k KeyConfig) HTTPOptions() ([]HTTPOption, error) {
-	if k.Action != "" || len(k.Envelopes) > 0 {
-		return nil, errors.New("idemlambda: key configuration: action and envelopes are the SQS and SNS wrappers'; an HTTP wrapper takes neither")
+// WithKeyBodyField for its key sources, or WithWebhook with the sender it
+// names and secrets (the webhook's secrets, several during a rotation),
+// WithEndpoint, WithIdentityHeader and WithFingerprintSelection.
+func (k KeyConfig) HTTPOptions(secrets ...string) ([]HTTPOption, error) {
+	opts, err := k.keyOptions()
+	if err != nil {
+		return nil, err
+	}
+	if s, _ := k.sender(); s != nil {
+		sender := s(secrets...)
+		if err := sender.Err(); err != nil {
+			return nil, fmt.Errorf("idemlambda: key configuration: %w", err)
+		}
+		opts = append(opts, WithWebhook(sender))
+	}
+	if sel, err := k.selection(); err != nil {
+		return nil, err
+	} else if !sel.IsZero() {
+		opts = append(opts, WithFingerprintSelection(sel))
+	}
+	return opts, nil
+}
+
+// keyOptions returns the HTTP options of k that make a request's key: its
+// key sources, its endpoint and its identity header (a webhook sender's
+// key is the sender's: keyParts adds it).
+func (k KeyConfig) keyOptions() ([]HTTPOption, error) {
+	if k.Action != "" || len(k.Envelopes) > 0 || k.MessageGroupTenant {
+		return nil, errors.New("idemlambda: key configuration: action, envelopes and message_group_tenant are the SQS and SNS wrappers'; an HTTP wrapper takes none")
+	}
+	if _, err := k.sender(); err != nil {
+		return nil, err
 	}
 	var opts []HTTPOption
 	for _, s := range k.Key {
@@ -191,30 +266,57 @@ func (k KeyConfig) HTTPOptions() ([]HTTPOption, error) {
 			return nil, fmt.Errorf("idemlambda: key configuration: key source %q is a message's, not an HTTP request's", s)
 		}
 	}
+	if k.Endpoint != "" {
+		opts = append(opts, WithEndpoint(k.Endpoint))
+	}
 	if k.IdentityHeader != "" {
 		opts = append(opts, WithIdentityHeader(k.IdentityHeader))
-	}
-	if sel, err := k.selection(); err != nil {
-		return nil, err
-	} else if !sel.IsZero() {
-		opts = append(opts, WithFingerprintSelection(sel))
 	}
 	return opts, nil
 }
 
-// MessageKey returns the stored key of an SQS message (or of an SNS record
-// as SNSMessage gives it) as the SQS or SNS wrapper built from k computes
-// it: the envelopes taken off, then EventKey of the identity that the key
-// source finds and the action. The error is the message's key error
+// requestConfig is the configuration of an HTTP wrapper built from k, as
+// far as it makes keys: the key parts as the constructor settles them
+// (httprule.Keying: a webhook sender's id, the endpoint checked).
+func (k KeyConfig) requestConfig() (config, error) {
+	opts, err := k.keyOptions()
+	if err != nil {
+		return config{}, err
+	}
+	cfg, err := configure(opts, HTTPOption.applyHTTP)
+	if err != nil {
+		return config{}, err
+	}
+	var sender *webhook.Sender
+	if s, _ := k.sender(); s != nil {
+		snd := s() // its key and selection; no secret: nothing is verified
+		sender = &snd
+	}
+	var retention time.Duration // no runner: nothing to check the sender's window against
+	if sender != nil {
+		retention = sender.Window()
+	}
+	if cfg.keyParts, err = httprule.Keying(sender, cfg.keyParts, cfg.endpoint, retention); err != nil {
+		return config{}, fmt.Errorf("idemlambda: key configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// MessageKey returns the stored key of an SQS message as the SQS wrapper
+// built from k computes it in an invocation whose context is ctx: the
+// envelopes taken off, EventKey of the identity that the key source finds
+// and the action, scoped (ScopedKey) by the invocation's tenant id (ctx's
+// lambdacontext, if any), the message group (MessageGroupTenant) and the
+// envelopes' topic and account. The error is the message's key error
 // (wrapping ErrMissingKey, and ErrNotEnveloped for a body outside its
 // envelope), or k's own. The store's key prefix (KeyPrefix) is not part of
 // it: the store adds it.
-func (k KeyConfig) MessageKey(msg events.SQSMessage) (string, error) {
+func (k KeyConfig) MessageKey(ctx context.Context, msg events.SQSMessage) (string, error) {
 	w, err := k.sqsWrapper()
 	if err != nil {
 		return "", err
 	}
-	rec := w.prepare(msg)
+	rec := w.prepare(ctx, msg)
 	return rec.key, rec.keyErr
 }
 
@@ -232,7 +334,7 @@ func (k KeyConfig) MessageFingerprint(msg events.SQSMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return w.payloadFingerprint()(w.prepare(msg).payload)
+	return w.payloadFingerprint()(w.prepare(context.Background(), msg).payload)
 }
 
 // sqsWrapper is the SQS wrapper of k, without a runner or a handler: what

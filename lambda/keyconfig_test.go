@@ -2,15 +2,20 @@ package idemlambda_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/idemtest"
 	idemlambda "github.com/idemgo/idem/lambda"
+	"github.com/idemgo/idem/webhook"
 )
 
 // A wrapper built from a key configuration stores each record under the key
@@ -51,7 +56,7 @@ func TestKeyConfigFindsTheWrappersRecords(t *testing.T) {
 			if resp, err := h(e.ctx(t, time.Minute), events.SQSEvent{Records: []events.SQSMessage{tc.msg}}); err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("handler = %+v, %v", resp, err)
 			}
-			key, err := kc.MessageKey(tc.msg)
+			key, err := kc.MessageKey(context.Background(), tc.msg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +68,7 @@ func TestKeyConfigFindsTheWrappersRecords(t *testing.T) {
 
 	t.Run("GitHub delivery", func(t *testing.T) {
 		e := newEnv(t)
-		kc := mustParse(t, `{"key":["header:X-GitHub-Delivery"]}`)
+		kc := mustParse(t, `{"endpoint":"github-hooks","key":["header:X-GitHub-Delivery"]}`)
 		opts, err := kc.HTTPOptions()
 		if err != nil {
 			t.Fatal(err)
@@ -78,11 +83,11 @@ func TestKeyConfigFindsTheWrappersRecords(t *testing.T) {
 		if resp, err := h(e.ctx(t, time.Minute), req); err != nil || resp.StatusCode != 202 {
 			t.Fatalf("handler = %+v, %v", resp, err)
 		}
-		checkRequestKey(t, e, req, opts)
+		checkRequestKey(t, e, kc, req)
 	})
 	t.Run("Stripe event", func(t *testing.T) {
 		e := newEnv(t)
-		kc := mustParse(t, `{"key":["body:id"],"fingerprint_ignore":["pending_webhooks"]}`)
+		kc := mustParse(t, `{"endpoint":"payments","key":["body:id"],"fingerprint_ignore":["pending_webhooks"]}`)
 		opts, err := kc.HTTPOptions()
 		if err != nil {
 			t.Fatal(err)
@@ -99,12 +104,68 @@ func TestKeyConfigFindsTheWrappersRecords(t *testing.T) {
 		if resp, err := h(e.ctx(t, time.Minute), req); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("handler = %+v, %v", resp, err)
 		}
-		checkRequestKey(t, e, req, opts)
+		checkRequestKey(t, e, kc, req)
 		// The same delivery with another pending_webhooks count replays.
 		again := req
 		again.Body = strings.Replace(req.Body, `"pending_webhooks":1`, `"pending_webhooks":2`, 1)
 		if resp, err := h(e.ctx(t, time.Minute), again); err != nil || resp.Headers["Idempotent-Replayed"] != "true" {
 			t.Errorf("redelivery = %+v, %v; want a replay", resp, err)
+		}
+	})
+}
+
+// A webhook sender's preset (its delivery id, its fingerprint selection),
+// an invocation's tenant id and a fair queue's message group: the key
+// configuration computes the scoped keys the wrappers stored.
+func TestKeyConfigScopes(t *testing.T) {
+	t.Parallel()
+	t.Run("GitHub preset", func(t *testing.T) {
+		e := newEnv(t, idem.WithRetention(webhook.GitHubWindow))
+		kc := mustParse(t, `{"endpoint":"github-hooks","webhook":"github"}`)
+		opts, err := kc.HTTPOptions("s3cret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := idemlambda.HTTPAPI(e.runner, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{StatusCode: 202}, nil
+		}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := idemtest.GitHubDelivery("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", []byte(githubIssueOpened), "s3cret").HTTPAPIRequest()
+		if resp, err := h(e.ctx(t, time.Minute), req); err != nil || resp.StatusCode != 202 {
+			t.Fatalf("handler = %+v, %v", resp, err)
+		}
+		checkRequestKey(t, e, kc, req)
+	})
+	t.Run("tenant and message group", func(t *testing.T) {
+		e := newEnv(t)
+		kc := mustParse(t, `{"action":"notify","key":["body:event_id"],"message_group_tenant":true}`)
+		src, _ := kc.Source()
+		opts, err := kc.BatchOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := idemlambda.SQS(e.runner, kc.Action, src, func(context.Context, events.SQSMessage) ([]byte, error) { return nil, nil }, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := events.SQSMessage{MessageId: "m-1", Body: `{"event_id":"e-1"}`, Attributes: map[string]string{"MessageGroupId": "tenant-a"}}
+		ctx := lambdacontext.NewContext(e.ctx(t, time.Minute), &lambdacontext.LambdaContext{AwsRequestID: "r-1", TenantID: "blue"})
+		if resp, err := h(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}}); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("handler = %+v, %v", resp, err)
+		}
+		for _, tc := range []struct {
+			ctx   context.Context
+			found bool
+		}{{ctx, true}, {context.Background(), false}} {
+			key, err := kc.MessageKey(tc.ctx, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.store.Get(context.Background(), key, e.clock.Now()); (err == nil) != tc.found {
+				t.Errorf("MessageKey with the tenant in its context %v: found %v, want %v", tc.ctx != context.Background(), err == nil, tc.found)
+			}
 		}
 	})
 }
@@ -118,9 +179,13 @@ func mustParse(t *testing.T, config string) idemlambda.KeyConfig {
 	return kc
 }
 
-func checkRequestKey[Req idemlambda.HTTPRequest](t *testing.T, e *env, req Req, opts []idemlambda.HTTPOption) {
+func checkRequestKey[Req idemlambda.HTTPRequest](t *testing.T, e *env, kc idemlambda.KeyConfig, req Req) {
 	t.Helper()
-	key, err := idemlambda.RequestKey(req, opts...)
+	event, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := idemlambda.RequestKey[Req](context.Background(), kc, event)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +215,21 @@ func TestKeyConfigErrors(t *testing.T) {
 		{"header for a message", `{"action":"a","key":["header:X-Id"]}`, func(k idemlambda.KeyConfig) error { _, err := k.Source(); return err }, "an HTTP wrapper's, not a message's"},
 		{"no source for a message", `{"action":"a"}`, func(k idemlambda.KeyConfig) error { _, err := k.Source(); return err }, "no key source"},
 		{"identity header for a message", `{"action":"a","key":["dedup"],"identity_header":"x-id"}`, func(k idemlambda.KeyConfig) error { _, err := k.BatchOptions(); return err }, "HTTP wrapper's"},
+		{"endpoint for a message", `{"action":"a","key":["dedup"],"endpoint":"e"}`, func(k idemlambda.KeyConfig) error { _, err := k.BatchOptions(); return err }, "HTTP wrapper's"},
+		{"message group for a request", `{"message_group_tenant":true}`, func(k idemlambda.KeyConfig) error { _, err := k.HTTPOptions(); return err }, "an HTTP wrapper takes none"},
+		{"unknown webhook", `{"webhook":"gitlab"}`, nil, `webhook "gitlab": want github, stripe or shopify`},
+		{"webhook and key", `{"webhook":"github","key":["header:X-Id"]}`, nil, "give webhook or key, not both"},
+		{"webhook without a secret", `{"webhook":"github","endpoint":"e"}`, func(k idemlambda.KeyConfig) error { _, err := k.HTTPOptions(); return err }, "needs at least one secret"},
 		{"attribute for a request", `{"key":["attribute:id"]}`, func(k idemlambda.KeyConfig) error { _, err := k.HTTPOptions(); return err }, "a message's, not an HTTP request's"},
-		{"action for a request", `{"action":"a"}`, func(k idemlambda.KeyConfig) error { _, err := k.HTTPOptions(); return err }, "an HTTP wrapper takes neither"},
-		{"message key without action", `{"key":["dedup"]}`, func(k idemlambda.KeyConfig) error { _, err := k.MessageKey(events.SQSMessage{}); return err }, "action"},
+		{"action for a request", `{"action":"a"}`, func(k idemlambda.KeyConfig) error { _, err := k.HTTPOptions(); return err }, "an HTTP wrapper takes none"},
+		{"message key without action", `{"key":["dedup"]}`, func(k idemlambda.KeyConfig) error {
+			_, err := k.MessageKey(context.Background(), events.SQSMessage{})
+			return err
+		}, "action"},
+		{"request key without an endpoint", `{"key":["header:X-Id"]}`, func(k idemlambda.KeyConfig) error {
+			_, err := idemlambda.RequestKey[events.APIGatewayV2HTTPRequest](context.Background(), k, []byte(`{}`))
+			return err
+		}, "endpoint"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,25 +252,39 @@ func TestKeyConfigErrors(t *testing.T) {
 // wrappers' do.
 func TestKeyConfigKeyErrors(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	kc := idemlambda.KeyConfig{Action: "ship", Key: []string{"body:order_id"}, Envelopes: []string{"sns"}}
-	if _, err := kc.MessageKey(events.SQSMessage{Body: `{"order_id":"o-1"}`}); !errors.Is(err, idemlambda.ErrNotEnveloped) {
+	if _, err := kc.MessageKey(ctx, events.SQSMessage{Body: `{"order_id":"o-1"}`}); !errors.Is(err, idemlambda.ErrNotEnveloped) {
 		t.Errorf("a raw message under an SNS envelope: %v, want ErrNotEnveloped", err)
 	}
 	kc.Envelopes = nil
-	if _, err := kc.MessageKey(events.SQSMessage{Body: `{"id":"o-1"}`}); !errors.Is(err, idemlambda.ErrMissingKey) {
+	if _, err := kc.MessageKey(ctx, events.SQSMessage{Body: `{"id":"o-1"}`}); !errors.Is(err, idemlambda.ErrMissingKey) {
 		t.Errorf("a message without the field: %v, want ErrMissingKey", err)
 	}
+	kc.MessageGroupTenant = true
+	if _, err := kc.MessageKey(ctx, events.SQSMessage{Body: `{"order_id":"o-1"}`}); !errors.Is(err, idemlambda.ErrMissingKey) {
+		t.Errorf("a message without its group under message_group_tenant: %v, want ErrMissingKey", err)
+	}
+	github := idemlambda.KeyConfig{Endpoint: "hooks", Key: []string{"header:X-GitHub-Delivery"}}
+	requestKey := func(kc idemlambda.KeyConfig, req events.APIGatewayV2HTTPRequest) error {
+		event, _ := json.Marshal(req)
+		_, err := idemlambda.RequestKey[events.APIGatewayV2HTTPRequest](ctx, kc, event)
+		return err
+	}
 	req := events.APIGatewayV2HTTPRequest{Headers: map[string]string{"content-type": "application/json"}, Body: `{"id":"x"}`}
-	if _, err := idemlambda.RequestKey(req, idemlambda.WithKeyHeader("X-GitHub-Delivery")); !errors.Is(err, idemlambda.ErrMissingKey) {
+	if err := requestKey(github, req); !errors.Is(err, idemlambda.ErrMissingKey) {
 		t.Errorf("a request without the header: %v, want ErrMissingKey", err)
 	}
 	req.Headers["x-github-delivery"] = "a,b"
-	if _, err := idemlambda.RequestKey(req, idemlambda.WithKeyHeader("X-GitHub-Delivery")); !errors.Is(err, core.ErrInvalidKey) {
+	if err := requestKey(github, req); !errors.Is(err, core.ErrInvalidKey) {
 		t.Errorf("a request with two delivery ids: %v, want core.ErrInvalidKey", err)
 	}
 	req.Body = "not json"
-	if _, err := idemlambda.RequestKey(req, idemlambda.WithKeyBodyField("id")); !errors.Is(err, idemlambda.ErrMissingKey) {
+	if err := requestKey(idemlambda.KeyConfig{Endpoint: "hooks", Key: []string{"body:id"}}, req); !errors.Is(err, idemlambda.ErrMissingKey) {
 		t.Errorf("a body that is not JSON: %v, want ErrMissingKey (the wrapper's missing-key-source)", err)
+	}
+	if _, err := idemlambda.RequestKey[events.APIGatewayV2HTTPRequest](ctx, github, []byte(`[1]`)); err == nil || !strings.Contains(err.Error(), "is not a events.APIGatewayV2HTTPRequest") {
+		t.Errorf("an event of another type: %v", err)
 	}
 }
 
@@ -217,7 +308,7 @@ func TestKeyConfigMessageFingerprint(t *testing.T) {
 	if _, err := h(e.ctx(t, time.Minute), events.SQSEvent{Records: []events.SQSMessage{event("t1", "12")}}); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := kc.MessageKey(event("t1", "12"))
+	key, _ := kc.MessageKey(context.Background(), event("t1", "12"))
 	rec, err := e.store.Get(context.Background(), key, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -240,8 +331,9 @@ func FuzzKeyConfig(f *testing.F) {
 	for _, seed := range []string{
 		`{"action":"ship-order","key":["body:order_id"],"envelopes":["sns"]}`,
 		`{"action":"print-label","key":["attribute:detail-type","body:order.id"],"envelopes":["eventbridge"],"fingerprint_select":["order.id"]}`,
-		`{"key":["header:X-GitHub-Delivery"],"identity_header":"x-amzn-oidc-identity","key_prefix":"hooks#"}`,
-		`{"key":["body:id"],"fingerprint_ignore":["pending_webhooks"]}`,
+		`{"endpoint":"hooks","key":["header:X-GitHub-Delivery"],"identity_header":"x-amzn-oidc-identity","key_prefix":"hooks#"}`,
+		`{"endpoint":"payments","key":["body:id"],"fingerprint_ignore":["pending_webhooks"]}`,
+		`{"endpoint":"shop","webhook":"shopify"}`, `{"action":"a","key":["body:id"],"message_group_tenant":true}`,
 		`{"action":"a","key":["dedup","message-id"]}`, `{}`, `null`, `{"key":null}`, `{"key":[""]}`,
 	} {
 		f.Add([]byte(seed), `{"order_id":"o-1","order":{"id":7},"id":"x"}`)
@@ -253,17 +345,15 @@ func FuzzKeyConfig(f *testing.F) {
 		}
 		_, _ = kc.Source()
 		_, _ = kc.BatchOptions()
-		opts, herr := kc.HTTPOptions()
+		_, _ = kc.HTTPOptions("secret")
 		msg := events.SQSMessage{MessageId: "m-1", Body: body, MessageAttributes: map[string]events.SQSMessageAttribute{"detail-type": {StringValue: &body, DataType: "String"}}}
-		if key, err := kc.MessageKey(msg); err == nil && !core.IsDerivedKey(key) {
+		if key, err := kc.MessageKey(context.Background(), msg); err == nil && !core.IsDerivedKey(key) {
 			t.Errorf("MessageKey = %q, not a derived key", key)
 		}
 		_, _ = kc.MessageFingerprint(msg)
-		if herr == nil {
-			req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"x-github-delivery": body, "idempotency-key": body}}
-			if key, err := idemlambda.RequestKey(req, opts...); err == nil && !core.IsDerivedKey(key) {
-				t.Errorf("RequestKey = %q, not a derived key", key)
-			}
+		event, _ := json.Marshal(events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"x-github-delivery": body, "idempotency-key": body}})
+		if key, err := idemlambda.RequestKey[events.APIGatewayV2HTTPRequest](context.Background(), kc, event); err == nil && !core.IsDerivedKey(key) {
+			t.Errorf("RequestKey = %q, not a derived key", key)
 		}
 	})
 }

@@ -163,7 +163,7 @@ func ExampleWithKeyHeader() {
 	handle, err := idemlambda.HTTPAPI(runner, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		builds++
 		return events.APIGatewayV2HTTPResponse{StatusCode: 202, Body: fmt.Sprintf(`{"build":%d}`, builds)}, nil
-	}, idemlambda.WithKeyHeader("X-GitHub-Delivery"))
+	}, idemlambda.WithEndpoint("github-builds"), idemlambda.WithKeyHeader("X-GitHub-Delivery"))
 	if err != nil {
 		panic(err)
 	}
@@ -201,7 +201,7 @@ func ExampleWithKeyBodyField() {
 		_ = json.Unmarshal([]byte(req.Body), &ev)
 		fulfilled++
 		return events.LambdaFunctionURLResponse{StatusCode: 200, Body: ev.Type}, nil
-	}, idemlambda.WithKeyBodyField("id"))
+	}, idemlambda.WithEndpoint("fulfilment"), idemlambda.WithKeyBodyField("id"))
 	if err != nil {
 		panic(err)
 	}
@@ -255,11 +255,11 @@ func ExampleParseKeyConfig() {
 	if _, err := handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}}); err != nil {
 		panic(err)
 	}
-	key, err := kc.MessageKey(msg)
+	key, err := kc.MessageKey(ctx, msg)
 	if err != nil {
 		panic(err)
 	}
 	rec, err := store.Get(ctx, key, time.Now())
 	fmt.Println(rec.Status, err, idem.HashKey(key))
-	// Output: succeeded <nil> b2f23d731fa9021f
+	// Output: succeeded <nil> b3b09e8d8fac8a5e
 }

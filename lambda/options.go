@@ -9,6 +9,7 @@ import (
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/httprule"
+	"github.com/idemgo/idem/webhook"
 )
 
 // Defaults of the wrappers' options.
@@ -32,16 +33,18 @@ type Option func(*config) error
 
 // BatchOption configures the batch wrappers (SQS, SNS, Kinesis,
 // DynamoDBStream): an Option, or one of WithConcurrency, WithSafetyMargin,
-// WithAcknowledged and WithEnvelope (SQS and SNS only). Giving a batch
-// option to another wrapper does not compile.
+// WithAcknowledged, WithEnvelope (SQS and SNS only) and
+// WithMessageGroupTenant (SQS only). Giving a batch option to another
+// wrapper does not compile.
 type BatchOption interface {
 	applyBatch(*config) error
 }
 
 // HTTPOption configures the HTTP wrappers (RESTAPI, HTTPAPI, FunctionURL,
 // ALB): an Option, or one of WithOptionalKey, WithIdentityHeader,
-// WithKeyHeader, WithKeyBodyField, WithResponseHook and WithWait. Giving it
-// to another wrapper does not compile.
+// WithKeyHeader, WithKeyBodyField, WithEndpoint, WithWebhook,
+// WithResponseHook and WithWait. Giving it to another wrapper does not
+// compile.
 type HTTPOption interface {
 	applyHTTP(*config) error
 }
@@ -74,6 +77,9 @@ type config struct {
 	selectionSet bool
 	envelopes    []Envelope
 	keyParts     []httprule.KeyPart
+	groupTenant  bool            // WithMessageGroupTenant
+	endpoint     string          // WithEndpoint
+	sender       *webhook.Sender // WithWebhook
 }
 
 func defaultConfig() config {

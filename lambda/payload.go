@@ -64,11 +64,14 @@ func bodyFingerprint(sel core.Selection) idem.FingerprintFunc {
 }
 
 // payloadFingerprint is the fingerprint of a stream wrapper's payloads
-// (bodyFingerprint). Streams have no envelope to take off: WithEnvelope is
-// an error.
+// (bodyFingerprint). Streams have no envelope to take off and no message
+// group: WithEnvelope and WithMessageGroupTenant are errors.
 func (w *streamWrapper[R]) payloadFingerprint() (idem.FingerprintFunc, error) {
 	if len(w.cfg.envelopes) > 0 {
 		return nil, fmt.Errorf("idemlambda: %s: WithEnvelope applies to the SQS and SNS wrappers only", w.src.wrapper)
+	}
+	if w.cfg.groupTenant {
+		return nil, fmt.Errorf("idemlambda: %s: WithMessageGroupTenant applies to the SQS wrapper only", w.src.wrapper)
 	}
 	return bodyFingerprint(w.cfg.selectionFor(w.runner)), nil
 }

@@ -12,7 +12,7 @@ import (
 
 // notBatch are the verdicts no batch wrapper reaches (the HTTP and Typed
 // wrappers' own).
-var notBatch = []idem.Verdict{idem.ReplayOmitted, idem.ReplayCorrupt, idem.Unkeyed}
+var notBatch = []idem.Verdict{idem.ReplayOmitted, idem.ReplayCorrupt, idem.Unkeyed, idem.Unauthorized}
 
 // TestReportTablesSayWhatTheCodeDoes: the SQS table of docs/lambda.md and the
 // table of docs/streams.md name every verdict a batch wrapper reaches, and

@@ -39,7 +39,9 @@ type snsEventKey struct{}
 // MessageId (the same on Lambda's retries of one publish, another on a
 // second publish of the same event), and the fingerprint covers the
 // Message, so that the notification's Timestamp, Signature and MessageId
-// never make an event published again a reused key. With WithEnvelope the
+// never make an event published again a reused key. The record's TopicArn,
+// which SNS sets, scopes the key (ScopeTopic): messages of two topics with
+// the same event identity are two events. With WithEnvelope the
 // Message is unwrapped further (EventBridgeEnvelope, for a rule that
 // targets the topic), and the handler's record carries the unwrapped
 // message in SNS.Message.
@@ -52,7 +54,8 @@ type snsEventKey struct{}
 // every verdict but a success, unless WithAcknowledged names it), and nil
 // otherwise;
 // a retry replays the messages that succeeded (one store read each). The
-// batch options apply as to SQS; SNS sends one message per event.
+// batch options apply as to SQS but WithMessageGroupTenant, which is an
+// error; SNS sends one message per event.
 func SNS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, rec events.SNSEventRecord) ([]byte, error), opts ...BatchOption) (func(context.Context, events.SNSEvent) error, error) {
 	if handler == nil {
 		return nil, errors.New("idemlambda: nil handler")
@@ -63,7 +66,11 @@ func SNS(runner *idem.Runner, action string, key KeySource, handler func(ctx con
 	if err != nil {
 		return nil, err
 	}
+	if w.cfg.groupTenant {
+		return nil, errors.New("idemlambda: SNS: WithMessageGroupTenant applies to the SQS wrapper only (an SNS record has no message group)")
+	}
 	w.wrapper = "sns"
+	w.topicOf = func(ctx context.Context, msg events.SQSMessage) string { return snsRecordOf(ctx, msg).SNS.TopicArn }
 	return func(ctx context.Context, ev events.SNSEvent) error {
 		batch := events.SQSEvent{Records: make([]events.SQSMessage, len(ev.Records))}
 		for i, r := range ev.Records {

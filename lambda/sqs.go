@@ -204,6 +204,8 @@ type sqsWrapper struct {
 	cfg         config
 	wrapper     string               // the logs' wrapper name: sqs, or sns
 	fingerprint idem.FingerprintFunc // see payloadFingerprint
+	// topicOf is the SNS wrapper's: the TopicArn of a message's record.
+	topicOf func(context.Context, events.SQSMessage) string
 }
 
 // IsFIFO reports whether a batch comes from a FIFO queue: an event source
@@ -223,14 +225,14 @@ func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	recs := make([]sqsRecord, len(ev.Records))
 	items := make([]batchItem, len(ev.Records))
 	for i, m := range ev.Records {
-		recs[i] = w.prepare(m)
+		recs[i] = w.prepare(ctx, m)
 		items[i] = batchItem{key: recs[i].key, lane: m.Attributes["MessageGroupId"]}
 	}
 	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: IsFIFO(ev), now: w.cfg.now}
 	states := runBatch(ctx, items, pol, func(ctx context.Context, i int) bool {
-		return w.one(ctx, recs[i])
+		return w.one(withTenant(ctx, recs[i].tenant), recs[i])
 	}, func(i int, v idem.Verdict, reason error) {
-		w.runner.Report(w.annotate(ctx, ev.Records[i]), recs[i].key, idem.Outcome{Verdict: v}, reason)
+		w.runner.Report(w.annotate(withTenant(ctx, recs[i].tenant), ev.Records[i]), recs[i].key, idem.Outcome{Verdict: v}, reason)
 	})
 	for i, st := range states {
 		if st != itemDone {

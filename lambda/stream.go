@@ -62,8 +62,12 @@ func (w *streamWrapper[R]) checkpoints(ctx context.Context, recs []R) []string {
 	keys := make([]string, len(recs))
 	keyErrs := make([]error, len(recs))
 	items := make([]batchItem, len(recs))
+	ctx = withTenant(ctx, lambdaTenant(ctx))
 	for i, r := range recs {
 		keys[i], keyErrs[i] = w.src.key(r)
+		if keyErrs[i] == nil {
+			keys[i], _, keyErrs[i] = tenantScoped(ctx, keys[i])
+		}
 		items[i] = batchItem{key: keys[i], lane: w.src.lane(r)}
 	}
 	pol := batchPolicy{concurrency: w.cfg.concurrency, safetyMargin: w.cfg.safetyMargin, ordered: true, now: w.cfg.now}

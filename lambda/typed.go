@@ -23,7 +23,10 @@ var ErrResultOmitted = errors.New("idemlambda: stored result was omitted (too la
 // must be a valid key (8 to 128 characters of [A-Za-z0-9:_-], see
 // core.ValidateKey); derive one from free-form identities with EventKey or
 // core.DeriveKey. A keyFn error is returned wrapped with ErrMissingKey and
-// core.ErrInvalidKey.
+// core.ErrInvalidKey. When the invocation has a tenant id (Lambda's tenant
+// isolation mode), the stored key is the key scoped by it (ScopedKey with
+// ScopeTenant), so that two tenants' events with one key never share a
+// record; StoredKey gives the handler the scoped key.
 //
 // The payload fingerprint is the JSON of the event (the part
 // WithFingerprintSelection covers, if given); handler's Out is stored
@@ -67,9 +70,12 @@ func (w *typedWrapper[In, Out]) call(ctx context.Context, in In) (Out, error) {
 	var replay typedReplay[Out]
 	ctx = idem.WithAnnotation(ctx, replay.annotate)
 	key, err := w.keyFn(in)
+	if err == nil {
+		key, ctx, err = tenantScoped(ctx, key)
+	}
 	if err != nil {
 		err = fmt.Errorf("%w: %w: %w", ErrMissingKey, core.ErrInvalidKey, err)
-		w.runner.Report(ctx, "", idem.Outcome{Verdict: idem.MissingKey}, err)
+		w.runner.Report(withTenant(ctx, lambdaTenant(ctx)), "", idem.Outcome{Verdict: idem.MissingKey}, err)
 		return zero, err
 	}
 	payload, err := json.Marshal(in)

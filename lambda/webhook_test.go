@@ -49,7 +49,7 @@ func TestHTTPAPIGitHubWebhook(t *testing.T) {
 	var runs counter
 	handle, err := idemlambda.HTTPAPI(e.runner, func(ctx context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusAccepted, Body: fmt.Sprintf(`{"ticket":%d}`, runs.inc(r.Headers["x-github-event"]))}, nil
-	}, idemlambda.WithKeyHeader("X-GitHub-Delivery"))
+	}, idemlambda.WithEndpoint("github"), idemlambda.WithKeyHeader("X-GitHub-Delivery"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestFunctionURLStripeWebhook(t *testing.T) {
 			return events.LambdaFunctionURLResponse{StatusCode: 400}, nil
 		}
 		return events.LambdaFunctionURLResponse{StatusCode: 200, Body: fmt.Sprintf(`{"received":true,"fulfilment":%d}`, runs.inc(ev.Data.Object.ID))}, nil
-	}, idemlambda.WithKeyBodyField("id"), idemlambda.WithFingerprintSelection(core.IgnoreFields("pending_webhooks")))
+	}, idemlambda.WithEndpoint("stripe"), idemlambda.WithKeyBodyField("id"), idemlambda.WithFingerprintSelection(core.IgnoreFields("pending_webhooks")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestRESTAPICompositeKeyHeaders(t *testing.T) {
 	e, v := observedEnv(t)
 	handle, err := idemlambda.RESTAPI(e.runner, func(ctx context.Context, r events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{StatusCode: 200}, nil
-	}, idemlambda.WithKeyHeader("X-Shopify-Shop-Domain"), idemlambda.WithKeyHeader("X-Shopify-Webhook-Id"))
+	}, idemlambda.WithEndpoint("shopify"), idemlambda.WithKeyHeader("X-Shopify-Shop-Domain"), idemlambda.WithKeyHeader("X-Shopify-Webhook-Id"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestALBKeyHeaderOptional(t *testing.T) {
 	var runs counter
 	handle, err := idemlambda.ALB(e.runner, func(ctx context.Context, r events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		return events.ALBTargetGroupResponse{StatusCode: 200, Body: fmt.Sprint(runs.inc("all"))}, nil
-	}, idemlambda.WithKeyHeader("X-Delivery-Id"), idemlambda.WithOptionalKey())
+	}, idemlambda.WithEndpoint("hooks"), idemlambda.WithKeyHeader("X-Delivery-Id"), idemlambda.WithOptionalKey())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestTracesDoc(t *testing.T) {
 	}
 	for _, k := range []attribute.Key{idemotel.AttrVerdict, idemotel.AttrKeyHash, idemotel.AttrAttempts, idemotel.AttrTookOver,
 		idemotel.AttrCached, idemotel.AttrWaited, idemotel.AttrLeaseLost, idemotel.AttrStoreCalls, idemotel.AttrStoreOp,
-		idemotel.AttrConflict, idemotel.AttrNotFound} {
+		idemotel.AttrConflict, idemotel.AttrNotFound, idemotel.AttrTenant} {
 		if !strings.Contains(section, "`"+string(k)+"`") {
 			t.Errorf("the Traces section does not name the attribute %s", k)
 		}

@@ -44,6 +44,10 @@ const (
 	AttrLeaseLost = attribute.Key("idem.lease_lost")
 	// AttrStoreCalls is the number of the call's store calls.
 	AttrStoreCalls = attribute.Key("idem.store_calls")
+	// AttrTenant is the call's tenant (idem.Observation.Tenant), on calls
+	// that have one. It is a span attribute only, never a metric's: its
+	// cardinality is the user's.
+	AttrTenant = attribute.Key("idem.tenant")
 	// AttrStoreOp is a store call's method (idem.StoreOps).
 	AttrStoreOp = attribute.Key("idem.store.op")
 	// AttrConflict is true on a reservation refused by a live record
@@ -60,7 +64,8 @@ const (
 //
 // A call's span (CallSpan) has the key's hash from its start, and at its end
 // the verdict, the attempts, whether the call took over, was answered from
-// the cache, waited or lost its lease, and its store calls. A verdict that
+// the cache, waited or lost its lease, its store calls, and its tenant if it
+// has one (AttrTenant). A verdict that
 // needs attention (NeedsAttention) sets the span's status to Error, with
 // the verdict as its description, and records the call's error as an
 // event. A store call's span (StoreSpanPrefix and the method) has the
@@ -99,6 +104,9 @@ func endCall(span trace.Span, ob idem.Observation) {
 	span.SetAttributes(AttrVerdict.String(ob.Verdict.String()), AttrAttempts.Int(ob.Attempts),
 		AttrTookOver.Bool(ob.TookOver), AttrCached.Bool(ob.Cached), AttrWaited.Bool(ob.Waited),
 		AttrLeaseLost.Bool(ob.LeaseLost), AttrStoreCalls.Int(ob.StoreCalls))
+	if ob.Tenant != "" {
+		span.SetAttributes(AttrTenant.String(ob.Tenant))
+	}
 	if NeedsAttention(ob.Verdict) {
 		if ob.Err != nil {
 			span.RecordError(ob.Err)

@@ -14,12 +14,14 @@ import (
 	idemotel "github.com/idemgo/idem/otel"
 )
 
-func TestSpansAndMetrics(t *testing.T) {
+// observedRunner is a runner over a memstore whose observer records to
+// in-memory span and metric readers.
+func observedRunner(t *testing.T) (*idem.Runner, *tracetest.SpanRecorder, *sdkmetric.ManualReader) {
+	t.Helper()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	o, err := idemotel.New(tp, mp)
+	o, err := idemotel.New(tp, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +29,11 @@ func TestSpansAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, spans, reader
+}
+
+func TestSpansAndMetrics(t *testing.T) {
+	r, spans, reader := observedRunner(t)
 	ctx := context.Background()
 	ok := func(context.Context) ([]byte, error) { return []byte(`1`), nil }
 	for range 3 {

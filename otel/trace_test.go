@@ -235,6 +235,9 @@ func traceCases() []traceCase {
 				return e.do(`{}`, failing(core.MarkTransient(errors.New("smtp busy"))))
 			},
 			verdict: idem.FailedTransiently, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
+		{name: "left no record", run: func(e *env) (idem.Outcome, error) {
+			return e.do(`{}`, failing(core.MarkNoRecord(errors.New("401: signature mismatch"))))
+		}, verdict: idem.FailedTransiently, attempts: 1, ops: []string{idem.OpAcquire, idem.OpRelease}},
 		{name: "outcome not recorded", setup: func(e *env) { e.store.completeErr = down },
 			run:     func(e *env) (idem.Outcome, error) { return e.do(`{}`, ok) },
 			verdict: idem.OutcomeNotRecorded, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
@@ -256,6 +259,7 @@ func traceCases() []traceCase {
 		{name: "blocked", run: report(idem.Blocked, key), verdict: idem.Blocked},
 		{name: "panicked", run: report(idem.Panicked, key), verdict: idem.Panicked},
 		{name: "unkeyed", run: report(idem.Unkeyed, ""), verdict: idem.Unkeyed, noKey: true},
+		{name: "unauthorized", run: report(idem.Unauthorized, ""), verdict: idem.Unauthorized, noKey: true},
 		{name: "replay omitted", setup: func(e *env) { _, _ = e.do(`{}`, ok) }, run: replayAs(idem.ReplayOmitted),
 			verdict: idem.ReplayOmitted, attempts: 1, ops: []string{idem.OpAcquire}},
 		{name: "replay corrupt", setup: func(e *env) { _, _ = e.do(`{}`, ok) }, run: replayAs(idem.ReplayCorrupt),

@@ -39,7 +39,10 @@ type Store struct {
 	prefix string
 }
 
-var _ blob.Store = (*Store)(nil)
+var (
+	_ blob.Store         = (*Store)(nil)
+	_ blob.LimitedGetter = (*Store)(nil)
+)
 
 // New returns a Store that keeps the object named name at the key
 // prefix+name of bucket. The prefix (for example "idem/results/") is what
@@ -101,6 +104,20 @@ func (s *Store) Put(ctx context.Context, name string, data []byte) error {
 // checksum is returned unchecked (the caller checks its own copy of the
 // sum). A body cut short is a transient error.
 func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
+	return s.get(ctx, name, -1)
+}
+
+// GetLimited implements blob.LimitedGetter as Get does, reading no more
+// than max+1 bytes of the object: an object whose Content-Length is over
+// max is refused before its body is read, and a body that runs past max
+// (whatever S3 said its length was) when max+1 bytes are read. Either is an
+// error wrapping blob.ErrMismatch.
+func (s *Store) GetLimited(ctx context.Context, name string, max int64) ([]byte, error) {
+	return s.get(ctx, name, max)
+}
+
+// get is Get, reading at most max+1 bytes when max is not negative.
+func (s *Store) get(ctx context.Context, name string, max int64) ([]byte, error) {
 	key, err := s.key(name)
 	if err != nil {
 		return nil, err
@@ -114,7 +131,17 @@ func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
 		return nil, s.getError(key, err)
 	}
 	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
+	var body io.Reader = out.Body
+	if max >= 0 {
+		if n := aws.ToInt64(out.ContentLength); n > max {
+			return nil, blob.TooLarge(name, n, max)
+		}
+		body = io.LimitReader(out.Body, max+1)
+	}
+	data, err := io.ReadAll(body)
+	if max >= 0 && int64(len(data)) > max {
+		return nil, blob.TooLarge(name, -1, max)
+	}
 	want := aws.ToString(out.ChecksumSHA256)
 	if strings.Contains(want, "-") {
 		want = "" // a composite checksum of a multipart upload: not the object's SHA-256

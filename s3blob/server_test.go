@@ -94,6 +94,17 @@ func TestServerPutGet(t *testing.T) {
 	if _, err := s.Get(ctx, "k/missing"); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("Get of a missing object: %v, want blob.ErrNotFound", err)
 	}
+	// GetLimited reads an object of at most its bound, refuses a larger
+	// one, and finds no missing one.
+	if got, err := s.GetLimited(ctx, "k/obj-1", 10); err != nil || !bytes.Equal(got, data[:10]) {
+		t.Fatalf("GetLimited(10) of 10 bytes = %d bytes, %v", len(got), err)
+	}
+	if _, err := s.GetLimited(ctx, "k/obj-1", 9); !errors.Is(err, blob.ErrMismatch) {
+		t.Fatalf("GetLimited(9) of 10 bytes: %v, want blob.ErrMismatch", err)
+	}
+	if _, err := s.GetLimited(ctx, "k/missing", 9); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("GetLimited of a missing object: %v, want blob.ErrNotFound", err)
+	}
 	// A missing bucket is no missing object.
 	other, _ := s3blob.New(client, bucket+"-gone", "")
 	if _, err := other.Get(ctx, "k/obj-1"); err == nil || errors.Is(err, blob.ErrNotFound) {

@@ -14,6 +14,7 @@ import (
 // releaseCases run for stores that implement idem.Releaser: Release deletes
 // only the record that was read, and the key then runs afresh.
 var releaseCases = []testCase{
+	{"ReleaseByTheHolder", "a runner whose handler asks for no record (core.MarkNoRecord) releases its own reservation, its lease live: the key has no record, more such calls than WithMaxAttempts allows each run, and the next runs afresh at attempt 1", releaseByTheHolder},
 	{"ReleaseDeletesTheRecordRead", "Release deletes the record that was read, and the key then runs afresh at attempt 1", func(e *env) {
 		k := e.key()
 		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
@@ -139,6 +140,36 @@ var releaseCases = []testCase{
 				Racers, won, notFound, bad)
 		}
 	}},
+}
+
+// releaseByTheHolder: a runner whose handler asks for no record releases
+// its own reservation, whose lease is live, and the key runs afresh.
+func releaseByTheHolder(e *env) {
+	k := e.key()
+	now := e.at(0)
+	r, err := idem.New(e.s, idem.WithClock(func() time.Time { return now }), idem.WithMaxAttempts(2))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 3 { // more than WithMaxAttempts: none is counted
+		now = e.at(i)
+		_, err := r.Do(ctx, k, []byte(`{}`), func(context.Context) ([]byte, error) {
+			return nil, core.MarkNoRecord(errors.New("401: the signature matches no secret"))
+		})
+		if !errors.Is(err, idem.ErrTransientFailure) {
+			e.t.Fatalf("delivery %d, refused: Do = %v, want a transient failure", i+1, err)
+		}
+		if rec, err := e.get(k, i); !errors.Is(err, idem.ErrNotFound) {
+			e.t.Fatalf("delivery %d, refused: Get = %v, %v; want ErrNotFound (the reservation released)", i+1, rec, err)
+		}
+	}
+	now = e.at(5)
+	out, err := r.Do(ctx, k, []byte(`{}`), func(context.Context) ([]byte, error) { return []byte(`"done"`), nil })
+	if err != nil || out.Verdict != idem.Executed || out.Attempts != 1 {
+		e.t.Fatalf("the delivery after = %+v, %v; want executed at attempt 1", out, err)
+	}
 }
 
 func (e *env) release(rec core.Record) error {

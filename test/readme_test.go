@@ -235,7 +235,7 @@ func TestReadmeExample(t *testing.T) {
 	if example == "" {
 		t.Fatal("README has no Go example")
 	}
-	bootstrap := buildExample(t, root, example)
+	bootstrap := buildExample(t, root, example, "the README's Go example")
 	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
 		t.Skip("IDEM_SKIP_INTEGRATION=1: the example compiles; not run")
 	}
@@ -285,9 +285,10 @@ func TestReadmeExample(t *testing.T) {
 	}
 }
 
-// buildExample compiles src as the main package of a directory of this module that does
-// not exist (an overlay), as a Lambda bootstrap, and returns the binary's path.
-func buildExample(t *testing.T, root, src string) string {
+// buildExample compiles src (what names it in a failure) as the main package of a directory
+// of this module that does not exist (an overlay), as a Lambda bootstrap, and returns the
+// binary's path.
+func buildExample(t *testing.T, root, src, what string) string {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "main.go")
@@ -306,7 +307,7 @@ func buildExample(t *testing.T, root, src string) string {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go example does not compile as printed: %v\n%s\n%s", err, out, src)
+		t.Fatalf("%s does not compile as printed: %v\n%s\n%s", what, err, out, src)
 	}
 	return bin
 }

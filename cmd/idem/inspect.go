@@ -53,7 +53,8 @@ type nextCall struct {
 	MaxAttempts int        `json:"max_attempts"`
 }
 
-const keySynopsis = "(--key KEY | --sqs-event FILE [--message N] | --http-event FILE --kind rest|httpapi|url|alb) [--key-config FILE | --key-source SRC... [--action NAME] [--envelope sns|eventbridge]... [--identity-header NAME]]"
+const keySynopsis = "(--key KEY | --sqs-event FILE [--message N] | --http-event FILE --kind rest|httpapi|url|alb) " +
+	"[--key-config FILE | --key-source SRC... [--action NAME] [--envelope sns|eventbridge]... [--group-tenant] [--endpoint NAME] [--webhook SENDER] [--identity-header NAME]] [--tenant ID]"
 
 func (c *cli) inspect(ctx context.Context, args []string) error {
 	o := c.flags("inspect", "--table T "+keySynopsis+" [--max-attempts N] [--json]")

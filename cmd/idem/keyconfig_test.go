@@ -63,7 +63,7 @@ func TestInspectConfiguredKeys(t *testing.T) {
 	created := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 202, Body: `{"ok":true}`}, nil
 	}
-	gh, err := idemlambda.HTTPAPI(runner, created, idemlambda.WithKeyHeader("X-GitHub-Delivery"))
+	gh, err := idemlambda.HTTPAPI(runner, created, idemlambda.WithKeyHeader("X-GitHub-Delivery"), idemlambda.WithEndpoint("github-hooks"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestInspectConfiguredKeys(t *testing.T) {
 	paid := func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		return events.LambdaFunctionURLResponse{StatusCode: 200, Body: `{"received":true}`}, nil
 	}
-	stripe, err := idemlambda.FunctionURL(runner, paid, idemlambda.WithKeyBodyField("id"),
+	stripe, err := idemlambda.FunctionURL(runner, paid, idemlambda.WithKeyBodyField("id"), idemlambda.WithEndpoint("payments"),
 		idemlambda.WithFingerprintSelection(core.IgnoreFields("pending_webhooks")))
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +112,11 @@ func TestInspectConfiguredKeys(t *testing.T) {
 			`{"action":"print-label","key":["attribute:detail-type","body:order.id"],"envelopes":["eventbridge"],"key_prefix":"shop#"}`,
 			[]string{"--action", "print-label", "--key-source", "attribute:detail-type", "--key-source", "body:order.id", "--envelope", "eventbridge"}, stateFailedPermanent},
 		{"GitHub delivery", []string{"--http-event", file(ghReq), "--kind", "httpapi"},
-			`{"key":["header:X-GitHub-Delivery"],"key_prefix":"shop#"}`,
-			[]string{"--key-source", "header:X-GitHub-Delivery"}, stateSucceeded},
+			`{"endpoint":"github-hooks","key":["header:X-GitHub-Delivery"],"key_prefix":"shop#"}`,
+			[]string{"--endpoint", "github-hooks", "--key-source", "header:X-GitHub-Delivery"}, stateSucceeded},
 		{"Stripe event", []string{"--http-event", file(stripeReq), "--kind", "url"},
-			`{"key":["body:id"],"fingerprint_ignore":["pending_webhooks"],"key_prefix":"shop#"}`,
-			[]string{"--key-source", "body:id"}, stateSucceeded},
+			`{"endpoint":"payments","key":["body:id"],"fingerprint_ignore":["pending_webhooks"],"key_prefix":"shop#"}`,
+			[]string{"--endpoint", "payments", "--key-source", "body:id"}, stateSucceeded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,5 +135,12 @@ func TestInspectConfiguredKeys(t *testing.T) {
 				t.Errorf("the file and the flags find key hashes %v", hashes)
 			}
 		})
+	}
+	// A wrapper given WithWebhook(webhook.Stripe(secret)) keys by the same body field: the
+	// sender's name finds the record too.
+	preset := decodeJSON[inspectView](t, mustCmd(t, exitOK, time.Now(), nil, "inspect", "--table", f.table, "--json", "--key-prefix", prefix,
+		"--http-event", file(stripeReq), "--kind", "url", "--endpoint", "payments", "--webhook", "stripe").stdout)
+	if !preset.Found || preset.Record.State != stateSucceeded {
+		t.Errorf("--webhook stripe: %+v, want the Stripe event's record", preset)
 	}
 }

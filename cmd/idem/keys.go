@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemgo/idem/core"
 	idemlambda "github.com/idemgo/idem/lambda"
@@ -26,6 +28,7 @@ type keyFlags struct {
 	message   messageIndex
 	httpEvent string
 	kind      string
+	tenant    string
 	config    configFlags
 }
 
@@ -57,6 +60,7 @@ func (k *keyFlags) register(fs *flag.FlagSet) {
 	fs.Var(&k.message, "message", "with --sqs-event: `index` (from 0) of the message in the file, when it has several")
 	fs.StringVar(&k.httpEvent, "http-event", "", "`file` with an API Gateway, function URL or ALB request event")
 	fs.StringVar(&k.kind, "kind", "", "with --http-event: the request's `kind`: rest (REST API), httpapi (HTTP API), url (function URL) or alb")
+	fs.StringVar(&k.tenant, "tenant", "", "the Lambda tenant `id` the event was invoked for (tenant isolation mode): it scopes the key selected")
 	k.config.register(fs)
 }
 
@@ -67,6 +71,8 @@ type configFlags struct {
 	file                   string
 	sources, envelopes     repeated
 	action, identityHeader string
+	endpoint, webhook      string
+	groupTenant            bool
 }
 
 func (f *configFlags) register(fs *flag.FlagSet) {
@@ -74,7 +80,10 @@ func (f *configFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.sources, "key-source", "where the wrapper takes the key from: body:PATH, attribute:NAME, dedup, message-id (SQS), header:NAME or body:PATH (HTTP); repeat, in order, for a composite key (`source`)")
 	fs.StringVar(&f.action, "action", "", "with --sqs-event: the SQS wrapper's action `name`")
 	fs.Var(&f.envelopes, "envelope", "with --sqs-event: an `envelope` the wrapper takes off (WithEnvelope): sns or eventbridge; repeat, outermost first")
+	fs.BoolVar(&f.groupTenant, "group-tenant", false, "with --sqs-event: the SQS wrapper has WithMessageGroupTenant (the message's MessageGroupId scopes its key)")
 	fs.StringVar(&f.identityHeader, "identity-header", "", "with --http-event: the wrapper's WithIdentityHeader `name`")
+	fs.StringVar(&f.endpoint, "endpoint", "", "with --http-event: the wrapper's WithEndpoint `name`, which a key from a header, a body field or a webhook sender needs")
+	fs.StringVar(&f.webhook, "webhook", "", "with --http-event: the webhook `sender` of the wrapper's WithWebhook (github, stripe or shopify): its delivery id is the key")
 }
 
 // repeated is a flag given several times, in order.
@@ -89,21 +98,27 @@ func (r *repeated) Set(s string) error {
 
 // set reports whether any key configuration was given.
 func (f *configFlags) set() bool {
-	return f.file != "" || len(f.sources) > 0 || len(f.envelopes) > 0 || f.action != "" || f.identityHeader != ""
+	return f.file != "" || f.flagsSet()
+}
+
+// flagsSet reports whether a key configuration flag was given.
+func (f *configFlags) flagsSet() bool {
+	return len(f.sources) > 0 || len(f.envelopes) > 0 || f.action != "" || f.identityHeader != "" || f.endpoint != "" || f.webhook != "" || f.groupTenant
 }
 
 // load returns the key configuration the flags give: the file of
 // --key-config, or the key flags as one.
 func (f *configFlags) load() (idemlambda.KeyConfig, error) {
 	if f.file == "" {
-		kc := idemlambda.KeyConfig{Action: f.action, Key: f.sources, Envelopes: f.envelopes, IdentityHeader: f.identityHeader}
+		kc := idemlambda.KeyConfig{Action: f.action, Key: f.sources, Envelopes: f.envelopes, MessageGroupTenant: f.groupTenant,
+			Endpoint: f.endpoint, Webhook: f.webhook, IdentityHeader: f.identityHeader}
 		if err := kc.Check(); err != nil {
 			return kc, usageErrorf("%v", err)
 		}
 		return kc, nil
 	}
-	if len(f.sources) > 0 || len(f.envelopes) > 0 || f.action != "" || f.identityHeader != "" {
-		return idemlambda.KeyConfig{}, usageErrorf("--key-config %s holds the key configuration: give it or the key flags (--key-source, --action, --envelope, --identity-header), not both", f.file)
+	if f.flagsSet() {
+		return idemlambda.KeyConfig{}, usageErrorf("--key-config %s holds the key configuration: give it or the key flags (--key-source, --action, --envelope, --group-tenant, --endpoint, --webhook, --identity-header), not both", f.file)
 	}
 	data, err := os.ReadFile(f.file)
 	if err != nil {
@@ -143,13 +158,7 @@ func (k *keyFlags) resolve(l *layoutFlags) (key, source string, err error) {
 		return "", "", usageErrorf("select the key with exactly one of --key, --sqs-event or --http-event")
 	}
 	if k.key != "" {
-		if k.config.set() {
-			return "", "", usageErrorf("--key is the stored key itself: it takes no key configuration (--key-config, --key-source, ...)")
-		}
-		if err := core.ValidateKey(k.key); err != nil {
-			return "", "", usageErrorf("--key: %v", err)
-		}
-		return k.key, "--key", nil
+		return k.verbatim()
 	}
 	kc, err := k.config.load()
 	if err != nil {
@@ -158,13 +167,43 @@ func (k *keyFlags) resolve(l *layoutFlags) (key, source string, err error) {
 	if err := prefixFrom(kc, l); err != nil {
 		return "", "", err
 	}
-	if k.sqsEvent != "" {
-		return k.sqsKey(kc)
+	// The invocation's tenant id is not in the event: the wrapper reads it
+	// from the invocation's context, as the key configuration does here.
+	ctx := context.Background()
+	if k.tenant != "" {
+		ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{TenantID: k.tenant})
 	}
-	return k.httpKey(kc)
+	if k.sqsEvent != "" {
+		key, source, err = k.sqsKey(ctx, kc)
+	} else {
+		key, source, err = k.httpKey(ctx, kc)
+	}
+	if err == nil && k.tenant != "" {
+		source += ", tenant " + k.tenant
+	}
+	return key, source, err
 }
 
-func (k *keyFlags) sqsKey(kc idemlambda.KeyConfig) (string, string, error) {
+// verbatim returns the key of --key: as given (a log record's key field is
+// the stored key, scopes included), or scoped by --tenant.
+func (k *keyFlags) verbatim() (string, string, error) {
+	if k.config.set() {
+		return "", "", usageErrorf("--key is the stored key itself: it takes no key configuration (--key-config, --key-source, ...)")
+	}
+	if err := core.ValidateKey(k.key); err != nil {
+		return "", "", usageErrorf("--key: %v", err)
+	}
+	if k.tenant == "" {
+		return k.key, "--key", nil
+	}
+	key, err := idemlambda.ScopedKey(k.key, idemlambda.ScopeTenant+"="+k.tenant)
+	if err != nil {
+		return "", "", usageErrorf("--tenant: %v", err)
+	}
+	return key, "--key, tenant " + k.tenant, nil
+}
+
+func (k *keyFlags) sqsKey(ctx context.Context, kc idemlambda.KeyConfig) (string, string, error) {
 	if len(kc.Key) == 0 || kc.Action == "" {
 		return "", "", usageErrorf("--sqs-event needs --key-source and --action, as given to the SQS wrapper (or --key-config)")
 	}
@@ -183,7 +222,7 @@ func (k *keyFlags) sqsKey(kc idemlambda.KeyConfig) (string, string, error) {
 	case i >= len(msgs):
 		return "", "", usageErrorf("--message %d: %s has %d message(s)", i, k.sqsEvent, len(msgs))
 	}
-	key, err := kc.MessageKey(msgs[i])
+	key, err := kc.MessageKey(ctx, msgs[i])
 	if err != nil {
 		return "", "", usageErrorf("message %d has no usable key (the wrapper stores no record for it): %v", i, err)
 	}
@@ -203,6 +242,15 @@ func describe(kc idemlambda.KeyConfig) string {
 		parts = append(parts, src.String(), "action "+kc.Action)
 	} else if len(kc.Key) > 0 {
 		parts = append(parts, "key "+strings.Join(kc.Key, ", "))
+	}
+	if kc.MessageGroupTenant {
+		parts = append(parts, "tenant: the message group")
+	}
+	if kc.Webhook != "" {
+		parts = append(parts, "webhook "+kc.Webhook)
+	}
+	if kc.Endpoint != "" {
+		parts = append(parts, "endpoint "+kc.Endpoint)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -234,16 +282,12 @@ func readSQSMessages(file string) ([]events.SQSMessage, error) {
 	return msgs, nil
 }
 
-func (k *keyFlags) httpKey(kc idemlambda.KeyConfig) (string, string, error) {
-	opts, err := kc.HTTPOptions()
-	if err != nil {
-		return "", "", usageErrorf("%v", err)
-	}
+func (k *keyFlags) httpKey(ctx context.Context, kc idemlambda.KeyConfig) (string, string, error) {
 	data, err := os.ReadFile(k.httpEvent)
 	if err != nil {
 		return "", "", usageErrorf("--http-event: %v", err)
 	}
-	req, err := httpRequestOf(k.kind, data, opts)
+	req, err := httpRequestOf(ctx, k.kind, data, kc)
 	if err != nil {
 		return "", "", err
 	}
@@ -253,10 +297,12 @@ func (k *keyFlags) httpKey(kc idemlambda.KeyConfig) (string, string, error) {
 		return "", "", usageErrorf("--http-event is not a %s request event: it has no HTTP method where a %s request has one", k.kind, k.kind)
 	}
 	switch {
+	case errors.Is(req.keyErr, idemlambda.ErrUnidentifiedCaller):
+		return "", "", usageErrorf("the request's caller cannot be identified (the wrapper answered 500 and stored nothing): %v", req.keyErr)
 	case errors.Is(req.keyErr, idemlambda.ErrMissingKey):
 		return "", "", usageErrorf("the request has no key where the wrapper takes it: the wrapper answered 400, or ran it unkeyed with WithOptionalKey: it has no record: %v", req.keyErr)
 	case req.keyErr != nil:
-		return "", "", usageErrorf("the request's key is invalid (the wrapper answered 400 and stored nothing): %v", req.keyErr)
+		return "", "", usageErrorf("the request gives no key (the wrapper answered 400 and stored nothing), or the key configuration is not one a wrapper takes: %v", req.keyErr)
 	}
 	return req.key, fmt.Sprintf("%s request %s %s, caller %s%s", k.kind, req.method, req.path, identityLabels(req.identity), suffix(", ", describe(kc))), nil
 }
@@ -271,29 +317,33 @@ type httpRequest struct {
 }
 
 // httpRequestOf decodes a request event of kind and computes its key as the
-// wrapper given opts does (idemlambda.RequestKey). The identity is the
-// wrappers' own (idemlambda.RESTIdentity...); method and path fall back as
-// the wrappers' do.
-func httpRequestOf(kind string, data []byte, opts []idemlambda.HTTPOption) (httpRequest, error) {
+// wrapper built from kc does in an invocation whose context is ctx
+// (idemlambda.RequestKey). The identity is the wrappers' own
+// (idemlambda.RESTIdentity...); method and path fall back as the wrappers'
+// do.
+func httpRequestOf(ctx context.Context, kind string, data []byte, kc idemlambda.KeyConfig) (httpRequest, error) {
 	switch kind {
 	case "rest":
-		return decodeRequest(kind, data, opts, func(ev events.APIGatewayProxyRequest) httpRequest {
+		return decodeRequest(ctx, kind, data, kc, func(ev events.APIGatewayProxyRequest) httpRequest {
 			method := ev.HTTPMethod
 			if method == "" {
 				method = ev.RequestContext.HTTPMethod
 			}
-			return httpRequest{identity: idemlambda.RESTIdentity(ev), method: method, path: ev.Path}
+			identity, _ := idemlambda.RESTIdentity(ev)
+			return httpRequest{identity: identity, method: method, path: ev.Path}
 		})
 	case "httpapi":
-		return decodeRequest(kind, data, opts, func(ev events.APIGatewayV2HTTPRequest) httpRequest {
-			return httpRequest{identity: idemlambda.HTTPAPIIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
+		return decodeRequest(ctx, kind, data, kc, func(ev events.APIGatewayV2HTTPRequest) httpRequest {
+			identity, _ := idemlambda.HTTPAPIIdentity(ev)
+			return httpRequest{identity: identity, method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
 		})
 	case "url":
-		return decodeRequest(kind, data, opts, func(ev events.LambdaFunctionURLRequest) httpRequest {
-			return httpRequest{identity: idemlambda.FunctionURLIdentity(ev), method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
+		return decodeRequest(ctx, kind, data, kc, func(ev events.LambdaFunctionURLRequest) httpRequest {
+			identity, _ := idemlambda.FunctionURLIdentity(data)
+			return httpRequest{identity: identity, method: ev.RequestContext.HTTP.Method, path: rawPath(ev.RawPath, ev.RequestContext.HTTP.Path)}
 		})
 	case "alb":
-		return decodeRequest(kind, data, opts, func(ev events.ALBTargetGroupRequest) httpRequest {
+		return decodeRequest(ctx, kind, data, kc, func(ev events.ALBTargetGroupRequest) httpRequest {
 			return httpRequest{method: ev.HTTPMethod, path: ev.Path}
 		})
 	case "":
@@ -304,13 +354,13 @@ func httpRequestOf(kind string, data []byte, opts []idemlambda.HTTPOption) (http
 
 // decodeRequest decodes data as a request of type Req, names it with view,
 // and computes its key.
-func decodeRequest[Req idemlambda.HTTPRequest](kind string, data []byte, opts []idemlambda.HTTPOption, view func(Req) httpRequest) (httpRequest, error) {
+func decodeRequest[Req idemlambda.HTTPRequest](ctx context.Context, kind string, data []byte, kc idemlambda.KeyConfig, view func(Req) httpRequest) (httpRequest, error) {
 	var ev Req
 	if err := strictJSON(data, &ev); err != nil {
 		return httpRequest{}, usageErrorf("--http-event is not a %s request event: %v", kind, err)
 	}
 	r := view(ev)
-	r.key, r.keyErr = idemlambda.RequestKey(ev, opts...)
+	r.key, r.keyErr = idemlambda.RequestKey[Req](ctx, kc, data)
 	return r, nil
 }
 
@@ -383,6 +433,15 @@ func (f *configFlags) given() string {
 	}
 	if f.identityHeader != "" {
 		parts = append(parts, fmt.Sprintf("--identity-header %q", f.identityHeader))
+	}
+	if f.endpoint != "" {
+		parts = append(parts, fmt.Sprintf("--endpoint %q", f.endpoint))
+	}
+	if f.webhook != "" {
+		parts = append(parts, fmt.Sprintf("--webhook %q", f.webhook))
+	}
+	if f.groupTenant {
+		parts = append(parts, "--group-tenant")
 	}
 	if len(parts) == 0 {
 		return "the key configuration (none was given: the Idempotency-Key header)"

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/idemgo/idem"
@@ -193,18 +196,74 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// table writes rows aligned in columns.
+// table writes rows aligned in columns, each cell made printable.
 func table(w io.Writer, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = printable(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }
 
-// writeJSON writes v as indented JSON.
+// unprintable reports whether r must not reach a terminal as it is: a
+// control character (C0, DEL, C1: ESC starts the sequences that move the
+// cursor, set the window's title or clear the screen), a format character
+// (the bidirectional overrides reorder what is shown), a separator other
+// than the space, or a rune that is not valid.
+func unprintable(r rune) bool {
+	return r != ' ' && !unicode.IsPrint(r)
+}
+
+// printable returns s with each unprintable rune written as a Go escape
+// (\x1b, \u202e) and each byte that is not UTF-8 as \xNN: text a record
+// holds (a handler's error often quotes the message that caused it, which
+// anyone who may send a message chose) is shown, never obeyed.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unprintable) {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case unprintable(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
+
+// writeJSON writes v as indented JSON, with every unprintable rune that
+// encoding/json leaves as it is (DEL, the C1 controls, the format
+// characters) escaped as \uXXXX: the same JSON, safe on a terminal.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	out := buf.String()
+	var b strings.Builder
+	for _, r := range out {
+		if r == '\n' || !unprintable(r) {
+			b.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&b, `\u%04x`, u)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

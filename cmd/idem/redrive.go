@@ -300,7 +300,7 @@ func (d *redriver) plan(ctx context.Context, m types.Message) (redriveMessage, *
 		return res, nil, nil
 	}
 	msg := dlq.EventMessage(m)
-	key, err := d.kc.MessageKey(msg)
+	key, err := d.kc.MessageKey(ctx, msg)
 	if err != nil {
 		res.Action, res.Why, res.Error = actionLeave, whyNoKey, err.Error()
 		return res, nil, nil

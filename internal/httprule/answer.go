@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemgo/idem"
@@ -30,6 +31,7 @@ const (
 	MissingKeySource = "missing-key-source"      // 400
 	InvalidKeySource = "invalid-key-source"      // 400
 	InvalidBody      = "invalid-body"            // 400
+	InvalidSignature = "invalid-signature"       // 401
 	BodyTooLarge     = "body-too-large"          // 413
 	InProgress       = "request-in-progress"     // 409
 	KeyReused        = "idempotency-key-reused"  // 422
@@ -64,6 +66,7 @@ var specs = map[string]spec{
 	MissingKeySource: {http.StatusBadRequest, "Missing idempotency key source", "This endpoint takes its idempotency key from a header or a body field that the request lacks."},
 	InvalidKeySource: {http.StatusBadRequest, "Invalid idempotency key source", ""},
 	InvalidBody:      {http.StatusBadRequest, "Invalid request body", ""},
+	InvalidSignature: {http.StatusUnauthorized, "Invalid webhook signature", "This endpoint accepts only deliveries its sender signed; this request's signature is missing or matches none of the endpoint's secrets."},
 	BodyTooLarge:     {http.StatusRequestEntityTooLarge, "Request body too large", ""},
 	InProgress:       {http.StatusConflict, "Request in progress", "A request with this Idempotency-Key is still being processed. Retry after the time in Retry-After."},
 	KeyReused:        {http.StatusUnprocessableEntity, "Idempotency-Key reused", "This Idempotency-Key was used with another request (method, path or body). Use a new key for a new request."},
@@ -103,17 +106,45 @@ func NewAnswer(typ, detail string, v idem.Verdict) Answer {
 	return Answer{Status: s.status, Header: map[string]string{"Content-Type": ContentType}, Body: b, Verdict: v}
 }
 
+// sourced are the details of the problems about a key, for a key taken
+// from configured parts (the %s names them: Describe), which are no
+// Idempotency-Key header.
+var sourced = map[string]spec{
+	InProgress:       {title: "Request in progress", detail: "A request with the same key, from %s, is still being processed. Retry after the time in Retry-After."},
+	KeyReused:        {title: "Key from %s reused", detail: "The key this endpoint takes from %s was used with another request (method, path or body); it is not run again."},
+	RetriesExhausted: {title: "Retries exhausted", detail: "Requests with the same key, from %s, failed with errors to retry (5xx, 408, 429) too often; it will not run again until its record expires."},
+}
+
+// keyAnswer is the answer of problem type typ about the key of parts: the
+// type's own words for the Idempotency-Key header, else words that name
+// the parts (Describe).
+func keyAnswer(typ string, parts []KeyPart, v idem.Verdict) Answer {
+	a := NewAnswer(typ, "", v)
+	sp, ok := sourced[typ]
+	if isDefault(parts) || !ok {
+		return a
+	}
+	src := Describe(parts)
+	title := sp.title
+	if strings.Contains(title, "%s") {
+		title = fmt.Sprintf(title, src)
+	}
+	a.Body, _ = json.Marshal(Problem{Type: TypeBase + typ, Title: title, Status: a.Status, Detail: fmt.Sprintf(sp.detail, src)}) // always marshals
+	return a
+}
+
 // Refusal returns the answer to a call whose handler did not run in it and
 // that is not a replay of a stored response, from the runner's verdict and
-// error; now is the wrapper's clock, for Retry-After.
-func Refusal(v idem.Verdict, err error, now time.Time) Answer {
+// error; now is the wrapper's clock, for Retry-After; parts are the
+// sources of the request's key, which the answer names.
+func Refusal(v idem.Verdict, err error, now time.Time, parts []KeyPart) Answer {
 	var detail string
 	if err != nil {
 		detail = err.Error()
 	}
 	switch v {
 	case idem.InProgress:
-		a := NewAnswer(InProgress, "", v)
+		a := keyAnswer(InProgress, parts, v)
 		var ipe *core.InProgressError
 		if errors.As(err, &ipe) {
 			a.Header["Retry-After"] = strconv.Itoa(RetryAfterSeconds(ipe.RetryAt, now))
@@ -122,9 +153,9 @@ func Refusal(v idem.Verdict, err error, now time.Time) Answer {
 		}
 		return a
 	case idem.KeyReused:
-		return NewAnswer(KeyReused, "", v)
+		return keyAnswer(KeyReused, parts, v)
 	case idem.RetriesExhausted:
-		return NewAnswer(RetriesExhausted, "", v)
+		return keyAnswer(RetriesExhausted, parts, v)
 	case idem.InvalidKey:
 		return NewAnswer(InvalidKey, detail, v)
 	case idem.InvalidPayload:
@@ -151,6 +182,36 @@ func Omitted() Answer {
 // ErrRetryableResponse is the handler failure recorded for an answer that
 // is not stored (see RetryableStatus).
 var ErrRetryableResponse = errors.New("idem: handler answered a status the client retries")
+
+// ErrRefusedResponse is the handler's answer that leaves no record: a
+// request refused for its credentials (see Unstored).
+var ErrRefusedResponse = errors.New("idem: handler refused the request for its credentials")
+
+// Unstored is nil for a handler's answer of status code that is stored
+// for replay; else the error the wrapper's handler function returns
+// instead of the answer: for a retryable status (RetryableStatus),
+// RetryLater's (recorded as a retryable failure, the key left open for the
+// client's retry); for 401 Unauthorized and 403 Forbidden, an answer to a
+// request's credentials rather than to the request, marked with
+// core.MarkNoRecord: the runner releases the reservation (a conditional
+// delete in the completion's place; no attempt counted), so that a
+// delivery signed with a corrected secret runs.
+func Unstored(code int) error {
+	switch {
+	case RetryableStatus(code):
+		return RetryLater(code)
+	case Refused(code):
+		return core.MarkNoRecord(fmt.Errorf("%w: status %d", ErrRefusedResponse, code))
+	}
+	return nil
+}
+
+// Refused reports whether a handler's answer of status code refuses the
+// request for its credentials (401 Unauthorized, 403 Forbidden): never
+// stored (Unstored), and the call's verdict is idem.Unauthorized.
+func Refused(code int) bool {
+	return code == http.StatusUnauthorized || code == http.StatusForbidden
+}
 
 // RetryableStatus reports whether a handler's answer is returned to the
 // client but not stored: a server error (500 or more), 408 Request Timeout

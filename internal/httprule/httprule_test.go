@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestRefusal(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(fmt.Sprintf("%d %s", i, tc.verdict), func(t *testing.T) {
-			a := httprule.Refusal(tc.verdict, tc.err, now)
+			a := httprule.Refusal(tc.verdict, tc.err, now, nil)
 			var p httprule.Problem
 			if err := json.Unmarshal(a.Body, &p); err != nil {
 				t.Fatal(err)
@@ -98,5 +99,60 @@ func TestRetryableStatus(t *testing.T) {
 	}
 	if err := httprule.RetryLater(503); !core.RetryLater(err) || !errors.Is(err, httprule.ErrRetryableResponse) {
 		t.Errorf("RetryLater(503) = %v: not marked to retry later", err)
+	}
+}
+
+// Unstored: an answer to store (nil), one to record as a retryable failure
+// (5xx, 408, 429), or one to leave no record (401, 403).
+func TestUnstored(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code            int
+		later, noRecord bool
+	}{
+		{200, false, false}, {201, false, false}, {400, false, false}, {404, false, false}, {409, false, false}, {422, false, false},
+		{401, true, true}, {403, true, true},
+		{408, true, false}, {429, true, false}, {500, true, false}, {503, true, false},
+	} {
+		err := httprule.Unstored(tc.code)
+		if (err != nil) != tc.later || core.RetryLater(err) != tc.later || core.NoRecord(err) != tc.noRecord || httprule.Refused(tc.code) != tc.noRecord {
+			t.Errorf("Unstored(%d) = %v: want retry later %v, no record %v", tc.code, err, tc.later, tc.noRecord)
+		}
+	}
+}
+
+// The problems about a key name the key's source: the Idempotency-Key
+// header by default, else the configured parts, never a header the
+// request did not carry.
+func TestRefusalNamesTheKeySource(t *testing.T) {
+	t.Parallel()
+	delivery, err := httprule.HeaderPart("X-GitHub-Delivery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := httprule.FieldPart("id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_900_000_000, 0)
+	for _, tc := range []struct {
+		name  string
+		parts []httprule.KeyPart
+		want  string
+	}{
+		{"default", nil, "Idempotency-Key"},
+		{"a header", []httprule.KeyPart{delivery}, "the X-GitHub-Delivery header"},
+		{"a body field", []httprule.KeyPart{id}, "the body field id"},
+	} {
+		for _, v := range []idem.Verdict{idem.KeyReused, idem.InProgress, idem.RetriesExhausted} {
+			var p httprule.Problem
+			if err := json.Unmarshal(httprule.Refusal(v, nil, now, tc.parts).Body, &p); err != nil {
+				t.Fatal(err)
+			}
+			text := p.Title + " " + p.Detail
+			if !strings.Contains(text, tc.want) || (tc.parts != nil && strings.Contains(text, "Idempotency-Key")) {
+				t.Errorf("%s, %s: %q; want it to name %q and no other source", tc.name, v, text, tc.want)
+			}
+		}
 	}
 }

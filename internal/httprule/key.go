@@ -30,7 +30,7 @@ const (
 // HTTP APIs and function URLs deliver a repeated header as one value joined
 // with commas; refusing it everywhere keeps one rule.
 func KeyHeader(headers map[string]string, multi map[string][]string) (value string, ok bool, err error) {
-	vals := headerValues(headers, multi, HeaderIdempotencyKey)
+	vals := HeaderValues(headers, multi, HeaderIdempotencyKey)
 	if len(vals) == 0 {
 		return "", false, nil
 	}

@@ -5,11 +5,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/jsonfield"
+	"github.com/idemgo/idem/webhook"
 )
 
 // ErrNoKey is FindKey's error, checked with errors.Is, for a request that
@@ -83,10 +87,44 @@ func isDefault(parts []KeyPart) bool {
 	return len(parts) == 0 || len(parts) == 1 && strings.EqualFold(parts[0].header, HeaderIdempotencyKey)
 }
 
+// CheckEndpoint checks the endpoint name that scopes the keys of parts: a
+// key taken from configured parts (a sender's delivery id) needs one, 1 to
+// 128 bytes without control characters, so that one id reaching two
+// endpoints on one table runs once per endpoint; the default
+// Idempotency-Key takes none (the same key sent to another endpoint is a
+// reused key, as the IETF draft has it). The error says which.
+func CheckEndpoint(parts []KeyPart, endpoint string) error {
+	switch {
+	case isDefault(parts) && endpoint != "":
+		return fmt.Errorf("an endpoint name (%q) scopes keys from a sender's delivery id, not the Idempotency-Key header, whose key sent to another endpoint is refused as reused", endpoint)
+	case isDefault(parts):
+		return nil
+	case endpoint == "":
+		return fmt.Errorf("a key from %s needs an endpoint name (WithEndpoint), so that one id reaching two endpoints on one table runs once per endpoint", Describe(parts))
+	case len(endpoint) > 128 || strings.ContainsFunc(endpoint, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("endpoint name %q: want 1 to 128 bytes without control characters", endpoint)
+	}
+	return nil
+}
+
+// Describe names the source of a key: "the Idempotency-Key header" by
+// default, else the parts in order ("the X-Shopify-Shop-Domain header and
+// the body field id").
+func Describe(parts []KeyPart) string {
+	if isDefault(parts) {
+		return "the " + HeaderIdempotencyKey + " header"
+	}
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.String()
+	}
+	return strings.Join(names, " and ")
+}
+
 // RequestKey is what a request's stored key is made of (FindKey).
 type RequestKey struct {
 	header string   // the Idempotency-Key header's value (the default); or
-	labels []string // the configured parts' names and values, alternately
+	labels []string // the endpoint, then the configured parts' names and values, alternately
 }
 
 // FindKey returns what a request's key is made of: by default (no parts,
@@ -95,9 +133,10 @@ type RequestKey struct {
 // order, each checked (a header: one value, 1 to MaxKeyLen visible ASCII
 // characters other than a comma; a body field: a non-empty string or a
 // number, of a JSON body). body is the request's body, read only if a part
-// is a body field. A missing source is an error wrapping ErrNoKey; an
-// unusable one wraps core.ErrInvalidKey.
-func FindKey(parts []KeyPart, headers map[string]string, multi map[string][]string, body []byte) (RequestKey, error) {
+// is a body field. The key of configured parts is scoped by endpoint (see
+// CheckEndpoint); the default ignores it. A missing source is an error
+// wrapping ErrNoKey; an unusable one wraps core.ErrInvalidKey.
+func FindKey(parts []KeyPart, endpoint string, headers map[string]string, multi map[string][]string, body []byte) (RequestKey, error) {
 	if isDefault(parts) {
 		value, present, err := KeyHeader(headers, multi)
 		switch {
@@ -108,7 +147,8 @@ func FindKey(parts []KeyPart, headers map[string]string, multi map[string][]stri
 		}
 		return RequestKey{header: value}, nil
 	}
-	labels := make([]string, 0, 2*len(parts))
+	labels := make([]string, 0, 2+2*len(parts))
+	labels = append(labels, "endpoint", endpoint)
 	for _, p := range parts {
 		v, err := p.value(headers, multi, body)
 		if err != nil {
@@ -121,8 +161,9 @@ func FindKey(parts []KeyPart, headers map[string]string, multi map[string][]stri
 
 // Stored returns the stored key, hashed with the caller identity (labelled
 // parts such as "sub=..."; none means anonymous): Key of the Idempotency-Key
-// header's value, or for configured parts their names and values hashed
-// apart from it, so that the key spaces of different sources never meet.
+// header's value, or for configured parts the endpoint and their names and
+// values hashed apart from it, so that the key spaces of different sources,
+// and of different endpoints, never meet.
 // The error wraps core.ErrInvalidKey.
 func (k RequestKey) Stored(identity []string) (string, error) {
 	if k.labels == nil {
@@ -131,14 +172,28 @@ func (k RequestKey) Stored(identity []string) (string, error) {
 	return core.DeriveKey(append([]string{"http-source", identityHash(identity)}, k.labels...)...)
 }
 
-// identityHash is the hash of the caller identity that scopes a key.
+// identityHash is the hash of the caller identity that scopes a key: of
+// "anonymous" for none; of its parts joined with newlines when none has a
+// newline (unambiguous then, and the form of releases before, so that their
+// records keep their keys); else of a newline followed by each part
+// length-prefixed ("<bytes>:<part>"), which no newline-free join can equal.
+// So two identities share a hash only if their parts are equal.
 func identityHash(identity []string) string {
-	who := "anonymous"
-	if len(identity) > 0 {
-		who = strings.Join(identity, "\n")
+	h := sha256.New()
+	switch {
+	case len(identity) == 0:
+		h.Write([]byte("anonymous"))
+	case !slices.ContainsFunc(identity, func(p string) bool { return strings.Contains(p, "\n") }):
+		h.Write([]byte(strings.Join(identity, "\n")))
+	default:
+		b := []byte{'\n'}
+		for _, p := range identity {
+			b = append(strconv.AppendInt(b, int64(len(p)), 10), ':')
+			b = append(b, p...)
+		}
+		h.Write(b)
 	}
-	sum := sha256.Sum256([]byte(who))
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // value is p's value in a request.
@@ -153,7 +208,7 @@ func (p KeyPart) value(headers map[string]string, multi map[string][]string, bod
 		}
 		return v, nil
 	}
-	vals := headerValues(headers, multi, p.header)
+	vals := HeaderValues(headers, multi, p.header)
 	switch {
 	case len(vals) == 0:
 		return "", fmt.Errorf("%w: no %s header", ErrNoKey, p.header)
@@ -166,9 +221,9 @@ func (p KeyPart) value(headers map[string]string, multi map[string][]string, bod
 	return vals[0], checkValue(p.header, vals[0])
 }
 
-// headerValues are the values of header name (any case) in a request's
+// HeaderValues are the values of header name (any case) in a request's
 // headers: the multi-valued ones if they have it, else the single-valued.
-func headerValues(headers map[string]string, multi map[string][]string, name string) []string {
+func HeaderValues(headers map[string]string, multi map[string][]string, name string) []string {
 	var vals []string
 	for k, vs := range multi {
 		if strings.EqualFold(k, name) {
@@ -214,11 +269,44 @@ func KeyAnswer(parts []KeyPart, err error) Answer {
 	case isDefault(parts):
 		return NewAnswer(InvalidKey, err.Error(), idem.InvalidKey)
 	case missing:
-		names := make([]string, len(parts))
-		for i, p := range parts {
-			names[i] = p.String()
-		}
-		return NewAnswer(MissingKeySource, fmt.Sprintf("This endpoint takes its idempotency key from %s, which this request lacks (%v).", strings.Join(names, " and "), err), idem.MissingKey)
+		return NewAnswer(MissingKeySource, fmt.Sprintf("This endpoint takes its idempotency key from %s, which this request lacks (%v).", Describe(parts), err), idem.MissingKey)
 	}
 	return NewAnswer(InvalidKeySource, err.Error(), idem.InvalidKey)
+}
+
+// Keying returns the key parts of a wrapper: parts (WithKeyHeader,
+// WithKeyBodyField), or, with a sender (WithWebhook), the sender's
+// duplicate-detection id, which combines with no other part; and checks
+// the endpoint that scopes them (CheckEndpoint) and, for a sender, that
+// the runner's retention covers the sender's window
+// (webhook.Sender.CheckRetention). The error says what to change.
+func Keying(sender *webhook.Sender, parts []KeyPart, endpoint string, retention time.Duration) ([]KeyPart, error) {
+	if sender != nil {
+		if len(parts) > 0 {
+			return nil, fmt.Errorf("the key of a %s webhook is its %s: give WithWebhook without WithKeyHeader or WithKeyBodyField", sender.Name(), senderKey(*sender))
+		}
+		if err := sender.CheckRetention(retention); err != nil {
+			return nil, err
+		}
+		p, err := HeaderPart(sender.KeyHeader())
+		if sender.KeyField() != "" {
+			p, err = FieldPart(sender.KeyField())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sender.Name(), err)
+		}
+		parts = []KeyPart{p}
+	}
+	if err := CheckEndpoint(parts, endpoint); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+// senderKey names a sender's duplicate-detection id.
+func senderKey(s webhook.Sender) string {
+	if s.KeyField() != "" {
+		return "body field " + s.KeyField()
+	}
+	return s.KeyHeader() + " header"
 }

@@ -3,6 +3,7 @@ package httprule_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/idemgo/idem/core"
@@ -60,7 +61,7 @@ func TestFindKey(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rk, err := httprule.FindKey(tc.parts, nil, tc.headers, []byte(tc.body))
+			rk, err := httprule.FindKey(tc.parts, "hooks", nil, tc.headers, []byte(tc.body))
 			var key string
 			if err == nil {
 				key, err = rk.Stored([]string{"sub=u-1"})
@@ -83,12 +84,13 @@ func TestFindKey(t *testing.T) {
 }
 
 // Keys from different sources never meet, whatever the values; the case of
-// a header's name does not matter; the caller identity scopes them all.
+// a header's name does not matter; the caller identity scopes them all,
+// and the endpoint scopes every key but the Idempotency-Key header's.
 func TestFindKeySpaces(t *testing.T) {
 	t.Parallel()
-	key := func(ps []httprule.KeyPart, h http.Header, body string, identity ...string) string {
+	keyAt := func(endpoint string, ps []httprule.KeyPart, h http.Header, body string, identity ...string) string {
 		t.Helper()
-		rk, err := httprule.FindKey(ps, nil, h, []byte(body))
+		rk, err := httprule.FindKey(ps, endpoint, nil, h, []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +100,10 @@ func TestFindKeySpaces(t *testing.T) {
 		}
 		return k
 	}
+	key := func(ps []httprule.KeyPart, h http.Header, body string, identity ...string) string {
+		t.Helper()
+		return keyAt("hooks", ps, h, body, identity...)
+	}
 	v := http.Header{"Idempotency-Key": {"abc-123"}, "X-Delivery": {"abc-123"}, "X-Other": {"abc-123"}}
 	def := key(nil, v, "")
 	explicit := key(parts(t, "header", "idempotency-key"), v, "")
@@ -106,6 +112,10 @@ func TestFindKeySpaces(t *testing.T) {
 	other := key(parts(t, "header", "X-Other"), v, "")
 	field := key(parts(t, "field", "id"), v, `{"id":"abc-123"}`)
 	scoped := key(parts(t, "header", "X-Delivery"), v, "", "sub=u-2")
+	elsewhere := keyAt("other-hooks", parts(t, "header", "X-Delivery"), v, "")
+	if keyAt("other-hooks", nil, v, "") != def {
+		t.Error("the endpoint changes the Idempotency-Key header's key, which the IETF draft scopes by the caller alone")
+	}
 	if def != explicit {
 		t.Error("WithKeyHeader(Idempotency-Key) alone is not the default key")
 	}
@@ -113,7 +123,7 @@ func TestFindKeySpaces(t *testing.T) {
 		t.Error("the case of a header's name changes the key")
 	}
 	seen := map[string]string{}
-	for name, k := range map[string]string{"default": def, "X-Delivery": delivery, "X-Other": other, "field": field, "scoped": scoped} {
+	for name, k := range map[string]string{"default": def, "X-Delivery": delivery, "X-Other": other, "field": field, "scoped": scoped, "another endpoint": elsewhere} {
 		if prev, ok := seen[k]; ok {
 			t.Errorf("%s and %s give the same key", name, prev)
 		}
@@ -133,7 +143,7 @@ func FuzzFindKey(f *testing.F) {
 	ps := parts(f, "header", "X-Delivery", "field", "data.id")
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
 		for _, p := range [][]httprule.KeyPart{nil, ps, ps[1:]} {
-			rk, err := httprule.FindKey(p, nil, http.Header{"X-Delivery": {header}, "Idempotency-Key": {header}}, body)
+			rk, err := httprule.FindKey(p, "hooks", nil, http.Header{"X-Delivery": {header}, "Idempotency-Key": {header}}, body)
 			var key string
 			if err == nil {
 				key, err = rk.Stored(nil)
@@ -146,4 +156,29 @@ func FuzzFindKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// CheckEndpoint: a key from configured parts needs an endpoint; the
+// Idempotency-Key header takes none.
+func TestCheckEndpoint(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		parts    []httprule.KeyPart
+		endpoint string
+		ok       bool
+	}{
+		{"default without", nil, "", true},
+		{"Idempotency-Key named, without", parts(t, "header", "idempotency-key"), "", true},
+		{"default with one", nil, "orders", false},
+		{"a header with one", parts(t, "header", "X-GitHub-Delivery"), "github", true},
+		{"a header without", parts(t, "header", "X-GitHub-Delivery"), "", false},
+		{"a field without", parts(t, "field", "id"), "", false},
+		{"a control character", parts(t, "field", "id"), "a\nb", false},
+		{"too long", parts(t, "field", "id"), strings.Repeat("e", 129), false},
+	} {
+		if err := httprule.CheckEndpoint(tc.parts, tc.endpoint); (err == nil) != tc.ok {
+			t.Errorf("%s: CheckEndpoint = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
 }

@@ -32,6 +32,9 @@ func (b *sandbox) wrap() error {
 	if sv.Selection {
 		opts = append(opts, idemlambda.WithFingerprintSelection(core.IgnoreFields("sent_at")))
 	}
+	if sv.GroupTenant {
+		opts = append(opts, idemlambda.WithMessageGroupTenant())
+	}
 	switch sv.Batch {
 	case 0:
 		return nil
@@ -86,7 +89,9 @@ func sqsEvent(t *task) events.SQSEvent {
 			Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(c.d.gen + 1)}}
 		if t.sv.Batch == SQSFIFO {
 			m.EventSourceARN += ".fifo"
-			m.Attributes["MessageGroupId"] = "g"
+		}
+		if t.sv.Batch == SQSFIFO || t.sv.GroupTenant {
+			m.Attributes["MessageGroupId"] = simGroup
 		}
 		ev.Records = append(ev.Records, m)
 	}

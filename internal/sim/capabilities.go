@@ -159,6 +159,9 @@ func (d drawer) handler(sv *Service) {
 	}
 	sv.Success, sv.Transient, sv.Permanent = d.float(0.3, 0.9), d.float(0, 0.5), d.float(0, 0.1)
 	if d.p(0.2) {
+		sv.NoRecord = d.float(0, 0.1)
+	}
+	if d.p(0.2) {
 		sv.Overrun, sv.OverrunMin = d.float(0.005, 0.03), d.dur(30*time.Second, time.Minute)
 		sv.OverrunMax = sv.OverrunMin + d.dur(0, 2*time.Minute)
 	}
@@ -171,4 +174,5 @@ func (d drawer) batch(sv *Service) {
 		return
 	}
 	sv.Batch, sv.BatchMax = BatchKind(1+d.r.IntN(3)), 2+d.r.IntN(9)
+	sv.GroupTenant = sv.Batch != Kinesis && d.p(0.5)
 }

@@ -45,7 +45,9 @@
 //     clock; the context is cancelled when it passes and the process goes
 //     on); and callers that hang up (context.Canceled);
 //   - handler tries of random duration that succeed, fail transiently
-//     (core.MarkTransient, sometimes with a Retry-After) or fail permanently,
+//     (core.MarkTransient, sometimes with a Retry-After), fail permanently,
+//     or refuse and ask to leave no record (core.MarkNoRecord, an HTTP
+//     handler's 401: the runner releases its reservation),
 //     heeding their context (a try stops when its context ends and returns
 //     the context's error); optionally some that overrun it (Service.Overrun);
 //   - deliveries at random times over a few keys per service, bursts of
@@ -112,8 +114,10 @@
 //     blob store or a runner's cache), is byte for byte the one recorded, or
 //     the call fails with a typed error; a result is omitted only where the
 //     store cannot keep it (Config.OmitAbove).
-//  14. Release: a record an operator released is never brought back by a late
-//     write, and a cache replays a released success for at most its TTL.
+//  14. Release: a record an operator released, or its holder (a try marked
+//     core.MarkNoRecord), is never brought back by a late write, and a
+//     cache replays a released success for at most its TTL; a holder's
+//     release deletes only the in-progress record it holds.
 //  15. Batch: a batch wrapper reports exactly the records that did not
 //     succeed, and an ordered lane runs no record after its first that did
 //     not.

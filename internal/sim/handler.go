@@ -13,6 +13,7 @@ import (
 var (
 	errTransient = errors.New("sim: handler failed transiently")
 	errPermanent = errors.New("sim: handler failed permanently")
+	errRefused   = errors.New("sim: handler refused the request for its credentials")
 )
 
 // handle is the simulated handler: one try of a drawn duration and outcome,
@@ -82,10 +83,11 @@ func (c *call) ctxErr() error {
 }
 
 // outcome draws what the try returns: a result, a transient failure (now
-// and then with a Retry-After) or a permanent one.
+// and then with a Retry-After), a permanent one, or a refusal that leaves
+// no record.
 func (c *call) outcome(tr *try) ([]byte, error) {
 	s, sv := c.t.s, c.d.sv
-	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent)
+	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent + sv.NoRecord)
 	switch {
 	case r < sv.Success:
 		c.lastTry = trySuccess
@@ -96,6 +98,9 @@ func (c *call) outcome(tr *try) ([]byte, error) {
 			return nil, core.MarkTransientAfter(errTransient, s.between(0, 3*time.Second))
 		}
 		return nil, core.MarkTransient(errTransient)
+	case r >= sv.Success+sv.Transient+sv.Permanent:
+		c.lastTry = tryNoRecord
+		return nil, core.MarkNoRecord(errRefused)
 	}
 	c.lastTry = tryPermanent
 	return nil, errPermanent

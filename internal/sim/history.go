@@ -95,6 +95,8 @@ const (
 	hLeaseLost
 	hReleased
 	hDowngraded
+	hReleasedByHolder
+	hReleaseRefused
 )
 
 var histNames = [...]string{
@@ -103,7 +105,8 @@ var histNames = [...]string{
 	hTryStart: "handler try starts", hTryEnd: "handler try ends", hSleep: "sleeps", hEnd: "call ends",
 	hStep: "step accepted", hRenewAccepted: "renewal accepted", hRenewRefused: "renewal refused",
 	hLeaseLost: "lease lost: handler's context cancelled", hReleased: "released by an operator",
-	hDowngraded: "rewritten in the previous encoding",
+	hDowngraded: "rewritten in the previous encoding", hReleasedByHolder: "released by its holder (no record)",
+	hReleaseRefused: "release refused",
 }
 
 var classNames = [...]string{

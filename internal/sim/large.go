@@ -90,6 +90,23 @@ func (b *faultBlob) Get(ctx context.Context, name string) ([]byte, error) {
 	return faultCall(b.s, r, "blob-get", false, func(ictx context.Context) ([]byte, error) { return b.inner.Get(ictx, name) }, nil)
 }
 
+// GetLimited is Get bounded as the inner store bounds it
+// (blob.LimitedGetter, which the store reads large results with), with the
+// same faults.
+func (b *faultBlob) GetLimited(ctx context.Context, name string, max int64) ([]byte, error) {
+	get := func(ictx context.Context) ([]byte, error) {
+		if lg, ok := b.inner.(blob.LimitedGetter); ok {
+			return lg.GetLimited(ictx, name, max)
+		}
+		return b.inner.Get(ictx, name)
+	}
+	r := b.blobRule()
+	if r == nil {
+		return get(ctx)
+	}
+	return faultCall(b.s, r, "blob-get", false, get, nil)
+}
+
 // count counts a blob write's lost answer among the blob store's faults.
 func (b *faultBlob) count(_ struct{}, _ error, lost bool) {
 	if lost {

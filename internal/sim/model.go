@@ -55,9 +55,9 @@ const (
 	// the one recorded, or the call fails with a typed error; a result is
 	// omitted only where the store cannot keep it.
 	ReplayExact
-	// Release: a record released by an operator is never brought back by a
-	// late write, and a cache replays a released success for at most its
-	// TTL.
+	// Release: a record released by an operator, or by its holder, is never
+	// brought back by a late write, and a cache replays a released success
+	// for at most its TTL.
 	Release
 	// Batch: a batch wrapper reports exactly the records that did not
 	// succeed, and an ordered lane runs no record after its first that did

@@ -1,6 +1,10 @@
 package sim
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 )
@@ -90,4 +94,49 @@ func (s *simulation) maybeDowngrade(c *call) {
 	}
 	s.stats.Downgrades++
 	s.hist(c, hDowngraded, c.ks.cur, nil)
+}
+
+// Release implements idem.Releaser for the runners, with the faults of a
+// store write, when the store under test can release: a runner releases
+// its own reservation for a try marked core.MarkNoRecord. Over a store
+// that cannot, it reports errors.ErrUnsupported, and the runner records a
+// retryable failure instead.
+func (f *faultStore) Release(ctx context.Context, rec core.Record) error {
+	rl, ok := f.inner.(idem.Releaser)
+	if !ok {
+		return fmt.Errorf("sim: release: %w", errors.ErrUnsupported)
+	}
+	r, c, err := f.begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = faultWrite(f, r, "release", func(ictx context.Context) (struct{}, error) {
+		return struct{}{}, rl.Release(ictx, rec)
+	}, func(_ struct{}, err error, _ bool) { f.s.afterRelease(c, rec, err) })
+	return err
+}
+
+// afterRelease checks a holder's release against the shadow model: only
+// the record it holds, in progress, is deleted; a refusal says what the
+// store holds. The model then holds no record, and no late write of the
+// released lease may land (invariant Release).
+func (s *simulation) afterRelease(c *call, rec core.Record, err error) {
+	ks := c.ks
+	held := ks.has && core.SameWrite(ks.cur, rec)
+	switch {
+	case err == nil && (!held || rec.Status != core.StatusInProgress):
+		s.violate(StoreContract, ks, "the store released %s for its holder, but held %s", rec, s.curString(ks))
+	case err == nil:
+		s.stats.NoRecords++
+		ks.has, ks.releasedToken = false, rec.LeaseToken
+		s.hist(c, hReleasedByHolder, rec, nil)
+	case held:
+		s.hist(c, hReleaseRefused, rec, err)
+		s.violate(StoreContract, ks, "the store refused to release %s, the record it holds: %v", rec, err)
+	default:
+		s.hist(c, hReleaseRefused, rec, err)
+		if !errors.Is(err, idem.ErrNotFound) && !errors.Is(err, idem.ErrRecordChanged) {
+			s.violate(StoreContract, ks, "the store refused to release %s with %v, neither ErrNotFound nor ErrRecordChanged; it holds %s", rec, err, s.curString(ks))
+		}
+	}
 }

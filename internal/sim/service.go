@@ -70,6 +70,10 @@ type Service struct {
 	// batch wrapper it names, BatchMax records at most.
 	Batch    BatchKind
 	BatchMax int
+	// GroupTenant, with SQSStandard or SQSFIFO, makes every message carry
+	// the group simGroup and the wrapper take it as the message's tenant
+	// (idemlambda.WithMessageGroupTenant): keys are scoped by it.
+	GroupTenant bool
 
 	// Sandboxes is the number of processes (each with its own runner and
 	// clock) deliveries are spread over.
@@ -90,8 +94,10 @@ type Service struct {
 	// store must refuse.
 	Overrun                float64
 	OverrunMin, OverrunMax time.Duration
-	// Success, Transient and Permanent weigh a try's outcome.
-	Success, Transient, Permanent float64
+	// Success, Transient and Permanent weigh a try's outcome; NoRecord a
+	// try that asks to leave no record (core.MarkNoRecord: an HTTP
+	// handler's 401 or 403), whose reservation the runner releases.
+	Success, Transient, Permanent, NoRecord float64
 	// ArrivalGap is the mean time between new deliveries of the service.
 	ArrivalGap time.Duration
 	// ActiveKeys is how many keys receive deliveries at a time; NewKey is
@@ -146,11 +152,18 @@ func (sv *Service) storedKey(name string) string {
 		return name
 	}
 	key, err := idemlambda.EventKey(name, batchAction)
+	if err == nil && sv.GroupTenant {
+		key, err = idemlambda.ScopedKey(key, idemlambda.ScopeMessageGroup+"="+simGroup)
+	}
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
 	return key
 }
+
+// simGroup is the message group of every message of an SQS FIFO service,
+// and of a service with GroupTenant.
+const simGroup = "g"
 
 func (sv *Service) maxAttempts() int {
 	if sv.MaxAttempts > 0 {

@@ -89,8 +89,10 @@ func TinyTimeouts() Service {
 }
 
 // HTTPService is a service behind HTTP: request timeouts of 1 to 30 s that
-// cancel the context, callers that hang up, a result cache, and a memory
-// of keys in progress small enough to forget keys, rechecked every 250 ms.
+// cancel the context, callers that hang up, a result cache, a memory of
+// keys in progress small enough to forget keys, rechecked every 250 ms, and
+// handlers that now and then refuse a request for its credentials (an
+// answer that leaves no record).
 func HTTPService() Service {
 	return keyTraffic(Service{
 		Name:  "http",
@@ -101,7 +103,7 @@ func HTTPService() Service {
 		},
 		ClientCancel: 0.1,
 		HandlerMin:   time.Millisecond, HandlerMax: 5 * time.Second,
-		Success: 0.8, Transient: 0.15, Permanent: 0.05,
+		Success: 0.75, Transient: 0.15, Permanent: 0.05, NoRecord: 0.05,
 		RedeliverMin: 100 * time.Millisecond, RedeliverMax: 30 * time.Second,
 	}, time.Second)
 }

@@ -74,14 +74,15 @@ type Stats struct {
 	// injected into the blob store.
 	LargeResults, BlobFaults int
 	// Releases and Downgrades count the operator's releases and records
-	// rewritten in the previous encoding.
-	Releases, Downgrades int
+	// rewritten in the previous encoding; NoRecords, the reservations
+	// released by their own holder, for a try marked core.MarkNoRecord.
+	Releases, Downgrades, NoRecords int
 	// Batches counts batch invocations; BatchReported, records they
 	// reported for redelivery; Blocked, records an ordered lane did not
 	// start after a failure.
 	Batches, BatchReported, Blocked int
 	// StoreWrites counts the writes that reached the store under test
-	// (Reserve, Acquire, Complete, RecordStep, RenewLease; not those an
+	// (Reserve, Acquire, Complete, RecordStep, RenewLease, Release; not those an
 	// injected throttle or timeout stopped); StoreRefusals, those it
 	// refused with a conflict or a lost lease (on DynamoDB, each a failed
 	// conditional write, charged as a write); StoreReads, its Get calls.

@@ -24,7 +24,8 @@ const (
 	trySuccess
 	tryTransient
 	tryPermanent
-	tryCtx // the context was done: the handler returned its error
+	tryCtx      // the context was done: the handler returned its error
+	tryNoRecord // the handler asked to leave no record (core.MarkNoRecord)
 )
 
 // startTry registers a handler try and checks NoOverlap, HandlerContext
