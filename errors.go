@@ -15,4 +15,15 @@ var (
 	// progress until its lease ends; then a later delivery takes it over
 	// and runs the handler again.
 	ErrOutcomeNotRecorded = errors.New("idem: outcome not recorded")
+	// ErrCommitRefused: the store refused the commit of a handler's
+	// success, and certainly wrote nothing: the writes the handler staged
+	// (StagedCompleter) were refused as a whole (a conflicting
+	// transaction after the completion's retries, a staged table that does
+	// not exist, access denied to a staged write), or its result could not
+	// be kept (a large result the blob store refused). Stores wrap it in
+	// the errors of Complete and CompleteStaged that say so. The runner
+	// records a retryable failure in its place, under the call's lease, so
+	// that the next delivery runs the handler again, and Do returns an
+	// error wrapping it (verdict CommitRefused). Checked with errors.Is.
+	ErrCommitRefused = errors.New("idem: commit refused, nothing written")
 )

@@ -168,8 +168,10 @@ func HashKey(key string) string {
 // core.ErrInvalidPayload, core.ErrKeyReused, *core.InProgressError (core.ErrInProgress),
 // *core.FailureError (core.ErrPermanentFailure, new or replayed), core.ErrRetriesExhausted,
 // ErrTransientFailure (a later delivery may run again), ErrOutcomeNotRecorded
-// and ErrLeaseLost (fn ran, its outcome could not be recorded), and the
-// store's own errors.
+// and ErrLeaseLost (fn ran, its outcome could not be recorded),
+// ErrCommitRefused (fn succeeded, the store refused its commit and wrote
+// nothing: a retryable failure is recorded in its place), and the store's
+// own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
 	ctx, annotate := takeAnnotation(ctx)
 	c := r.newCall(ctx, key)
@@ -384,7 +386,10 @@ func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
 		if herr == nil {
 			out, err := c.succeed(rec, result, now)
 			var sw *StagedWriteError
-			if !errors.As(err, &sw) {
+			switch {
+			case errors.Is(err, ErrCommitRefused):
+				return c.refused(rec, err)
+			case !errors.As(err, &sw):
 				return out, err
 			}
 			herr = sw // the staged writes refused: the handler's error
@@ -492,6 +497,14 @@ func (c *call) succeed(rec core.Record, result []byte, now time.Time) (Outcome, 
 	return out, nil
 }
 
+// refused records a retryable failure in place of the success of rec that
+// the store refused to commit, certainly writing nothing (err wraps
+// ErrCommitRefused), so that the next delivery runs the handler again.
+func (c *call) refused(rec core.Record, err error) (Outcome, error) {
+	outErr := fmt.Errorf("idem: success of attempt %d not committed: %w", rec.Attempts, err)
+	return c.fail(rec, err, true, c.r.cfg.now(), outErr)
+}
+
 // fail records a failure (retryable or not) and returns outErr, joined with
 // the store's error if the failure could not be recorded.
 func (c *call) fail(rec core.Record, herr error, retryable bool, now time.Time, outErr error) (Outcome, error) {
@@ -502,7 +515,10 @@ func (c *call) fail(rec core.Record, herr error, retryable bool, now time.Time, 
 }
 
 // complete writes the outcome, retrying transient store errors with backoff
-// within the window's limit. A lost lease is final.
+// within the window's limit. A lost lease is final; so is a commit the
+// store refused, certainly writing nothing (ErrCommitRefused), once the
+// retries no longer mend it: it is returned as it is, for the caller to
+// record the failure in its place.
 func (c *call) complete(rec core.Record) (core.Record, error) {
 	cfg := &c.r.cfg
 	for attempt := 1; ; attempt++ {
@@ -524,6 +540,8 @@ func (c *call) complete(rec core.Record) (core.Record, error) {
 		if sw := (*StagedWriteError)(nil); errors.As(err, &sw) {
 			return core.Record{}, sw // nothing written; the caller records the failure
 		}
+		// A success's commit refused: nothing written either, once retried.
+		refused := rec.Status == core.StatusSucceeded && errors.Is(err, ErrCommitRefused)
 		if core.Classify(err, c.r.storeChain...) == core.Transient {
 			if d, ok := core.NextRetry(core.RetryPlan{
 				Attempt: attempt, MaxAttempts: cfg.completeTries, Base: cfg.base, Max: cfg.max,
@@ -532,6 +550,9 @@ func (c *call) complete(rec core.Record) (core.Record, error) {
 			}); ok && cfg.sleep(context.WithoutCancel(c.ctx), d) == nil {
 				continue
 			}
+		}
+		if refused {
+			return core.Record{}, err
 		}
 		return core.Record{}, fmt.Errorf("%w (%s, attempt %d, lease until %s): %w", ErrOutcomeNotRecorded, rec.Status, rec.Attempts, c.w.leaseUntil.UTC().Format(time.RFC3339Nano), err)
 	}

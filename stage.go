@@ -36,8 +36,16 @@ type StagedCompleter interface {
 	// the first; it is returned with nil and nothing is applied again.
 	// If a staged write is refused by its own condition, or the writes
 	// exceed the store's limits, nothing is written and the error is a
-	// *StagedWriteError: the handler's error, not the store's. Failures
-	// of the store itself are marked as Complete's are.
+	// *StagedWriteError: the handler's error, not the store's. If the
+	// commit is otherwise refused as a whole and certainly nothing was
+	// written (a conflicting transaction or throttling, a staged table
+	// that does not exist, access denied to a staged write, a result that
+	// cannot be kept), the error wraps ErrCommitRefused, marked transient
+	// where a retry may succeed and permanent otherwise: the runner
+	// retries it as a completion, then records a retryable failure in the
+	// success's place. Other failures of the store itself (an answer lost
+	// or unreadable: the commit may have been applied) are marked as
+	// Complete's are.
 	CompleteStaged(ctx context.Context, rec core.Record, staged []any) (core.Record, error)
 }
 

@@ -52,7 +52,9 @@ type Store interface {
 	// error wrapping ErrLeaseLost, unless the stored record is this very
 	// outcome (a retried write: it is returned with nil). It returns the
 	// record as stored: a store may omit a result too large to keep,
-	// setting ResultOmitted, but never drops the outcome.
+	// setting ResultOmitted, but never drops the outcome. A store that
+	// keeps large results elsewhere (a blob store) and cannot keep one
+	// writes no record and returns an error wrapping ErrCommitRefused.
 	Complete(ctx context.Context, rec core.Record) (core.Record, error)
 
 	// Get returns the live record of key, or an error wrapping ErrNotFound

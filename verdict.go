@@ -48,7 +48,12 @@ const (
 	// later delivery runs again.
 	FailedTransiently
 	// OutcomeNotRecorded: the handler succeeded but its success could not
-	// be recorded (ErrOutcomeNotRecorded, ErrLeaseLost).
+	// be recorded, or may have been (ErrOutcomeNotRecorded, ErrLeaseLost):
+	// whether the store applied the write is not known, the store failed
+	// for itself (unavailable, throttled) rather than refusing what the
+	// success commits (see CommitRefused), or the lease was lost. The
+	// handler's work outside the store is done; the key stays in progress
+	// until its lease ends.
 	OutcomeNotRecorded
 	// StoreFailed: the store failed before the handler ran; nothing was
 	// recorded and the handler did not run.
@@ -92,6 +97,18 @@ const (
 	// answer (not stored: the reservation is released, so the next
 	// delivery runs).
 	Unauthorized
+
+	// Verdicts added since are appended here, whatever reaches them, so
+	// that every other verdict keeps its value.
+
+	// CommitRefused: the handler succeeded, but the store refused to
+	// commit its success and certainly wrote nothing (ErrCommitRefused):
+	// the writes it staged were refused as a whole, or its result could
+	// not be kept. A retryable failure is recorded in its place under the
+	// call's lease (if that write fails too, the key stays in progress
+	// until its lease ends); the next delivery runs the handler again.
+	// Batch wrappers report it; HTTP wrappers answer 503.
+	CommitRefused
 )
 
 var verdictNames = [...]string{
@@ -116,6 +133,7 @@ var verdictNames = [...]string{
 	ReplayCorrupt:      "replay_corrupt",
 	Unkeyed:            "unkeyed",
 	Unauthorized:       "unauthorized",
+	CommitRefused:      "commit_refused",
 }
 
 // String returns the verdict's snake_case name, as logs and metrics use it.
@@ -137,10 +155,11 @@ func Verdicts() []Verdict {
 }
 
 // Ran reports whether the handler ran in the call (executed or failed, with
-// or without a recorded outcome, panicked, or ran unkeyed).
+// or without a recorded outcome, its commit refused, panicked, or ran
+// unkeyed).
 func (v Verdict) Ran() bool {
 	switch v {
-	case Executed, FailedPermanently, FailedTransiently, OutcomeNotRecorded, Panicked, Unkeyed:
+	case Executed, FailedPermanently, FailedTransiently, OutcomeNotRecorded, Panicked, Unkeyed, CommitRefused:
 		return true
 	}
 	return false
@@ -150,8 +169,8 @@ func (v Verdict) Ran() bool {
 //   - slog.LevelInfo: the event was handled (Executed, Replayed, Unkeyed);
 //   - slog.LevelError: the handler failed for good, or idem could not
 //     record or read back what it did, and someone must look
-//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked,
-//     ReplayCorrupt);
+//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded,
+//     CommitRefused, Panicked, ReplayCorrupt);
 //   - slog.LevelWarn: every other verdict: the event was not handled now,
 //     and comes back (a store failure, StoreFailed, included), was a
 //     duplicate, or was refused as it was sent.
@@ -163,7 +182,7 @@ func (v Verdict) Level() slog.Level {
 	switch v {
 	case Executed, Replayed, Unkeyed:
 		return slog.LevelInfo
-	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, Panicked, ReplayCorrupt:
+	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, CommitRefused, Panicked, ReplayCorrupt:
 		return slog.LevelError
 	}
 	return slog.LevelWarn
@@ -174,7 +193,8 @@ func (v Verdict) Level() slog.Level {
 // apart: VerdictOf(nil) is VerdictUnknown. A handler failure whose record
 // could not be written keeps its failure's verdict (a transient failure
 // stays one to retry); OutcomeNotRecorded is the verdict of a success that
-// could not be recorded.
+// could not be recorded, or may have been, and CommitRefused that of a
+// success whose commit the store refused, certainly writing nothing.
 func VerdictOf(err error) Verdict {
 	var fe *core.FailureError
 	switch {
@@ -188,6 +208,8 @@ func VerdictOf(err error) Verdict {
 		return KeyReused
 	case errors.Is(err, core.ErrInProgress):
 		return InProgress
+	case errors.Is(err, ErrCommitRefused):
+		return CommitRefused
 	case errors.Is(err, ErrTransientFailure):
 		return FailedTransiently
 	case errors.Is(err, core.ErrRetriesExhausted):

@@ -72,6 +72,8 @@ func TestVerdictOfJoinedAndStoreErrors(t *testing.T) {
 		{"a failure keeps its verdict when not recorded", errors.Join(&core.FailureError{Message: "x"}, idem.ErrOutcomeNotRecorded), idem.FailedPermanently},
 		{"a transient failure stays transient when not recorded", errors.Join(fmt.Errorf("%w: busy", idem.ErrTransientFailure), idem.ErrOutcomeNotRecorded), idem.FailedTransiently},
 		{"lease lost", fmt.Errorf("wrapped: %w", idem.ErrLeaseLost), idem.OutcomeNotRecorded},
+		{"commit refused", fmt.Errorf("not committed: %w", idem.ErrCommitRefused), idem.CommitRefused},
+		{"commit refused, its failure's record refused too", errors.Join(fmt.Errorf("not committed: %w", idem.ErrCommitRefused), idem.ErrLeaseLost), idem.CommitRefused},
 		{"store error", core.MarkTransient(errors.New("throttled")), idem.StoreFailed},
 	} {
 		if got := idem.VerdictOf(tc.err); got != tc.want {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemgo/idem/core"
 )
@@ -56,12 +57,18 @@ var extraThrottleCodes = map[string]struct{}{
 // (context.Canceled, or the SDK's canceled request) is Unknown: cancellation
 // is no verdict on the operation. A context deadline is Unknown here too (the
 // SDK reports it as a canceled request); core.NetworkClassifier makes it
-// Transient. Classify(nil) is Unknown.
+// Transient. A reply that could not be read (a *smithy.DeserializationError:
+// its body cut short, its connection reset mid-body, a body that does not
+// decode) is Transient whatever its HTTP status, though the SDK does not
+// retry it: its error code was never read, so a 400 cut short may as well
+// have been a throttle, and a write may have been applied. Classify(nil) is
+// Unknown.
 func Classify(err error) core.Class {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return core.Unknown
 	}
-	if retryables.IsErrorRetryable(err) == aws.TrueTernary || throttles.IsErrorThrottle(err) == aws.TrueTernary {
+	var unread *smithy.DeserializationError
+	if errors.As(err, &unread) || retryables.IsErrorRetryable(err) == aws.TrueTernary || throttles.IsErrorThrottle(err) == aws.TrueTernary {
 		return core.Transient
 	}
 	return core.Unknown

@@ -9,9 +9,11 @@
 // error the SDK's standard retryer would retry or counts as a throttle:
 // throttle codes, HTTP 500/502/503/504, S3's SlowDown and RequestTimeout,
 // connection resets, refusals, timeouts and temporary DNS failures, and errors
-// that say RetryableError() (such as DynamoDB's CRC-32 mismatch). For any
-// other error it answers core.Unknown, never core.Permanent: the rest of the
-// chain decides.
+// that say RetryableError() (such as DynamoDB's CRC-32 mismatch); and a
+// reply that could not be read, whatever its HTTP status (a body cut short:
+// the SDK reports a 400 whose body ends early as a deserialization error,
+// and does not retry it). For any other error it answers core.Unknown,
+// never core.Permanent: the rest of the chain decides.
 //
 // Two ways to use it:
 //
@@ -26,6 +28,7 @@
 // on the error it returns, so this package reports none: the runner's
 // backoff applies.
 //
-// The package imports only the SDK's core module (aws, aws/retry) and idem's
-// core; it needs no service client.
+// The package imports only the SDK's core module (aws, aws/retry), smithy-go
+// (which that module is built on) and idem's core; it needs no service
+// client.
 package awsclassify

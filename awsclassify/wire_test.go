@@ -253,6 +253,9 @@ func answered(answer http.Handler, edit func(*aws.Config), c call) func(t *testi
 func TestClassifyTransport(t *testing.T) {
 	t.Parallel()
 	okItem := fakeaws.JSONResponse(200, []byte(`{"Item":{"pk":{"S":"evt:1:charge"},"state":{"S":"succeeded"}}}`))
+	throttle400 := fakeaws.DynamoDBError(400, "com.amazon.coral.availability#ThrottlingException", "Rate of requests exceeds the allowed throughput.")
+	conditional400 := fakeaws.DynamoDBError(400, "ConditionalCheckFailedException", "The conditional request failed")
+	validation400 := fakeaws.DynamoDBError(400, "com.amazon.coral.validate#ValidationException", "One or more parameter values were invalid")
 	tests := []transportCase{
 		{"connection reset (DynamoDB)", answered(fakeaws.Reset(), nil, putItem), T, T},
 		{"connection reset (S3)", answered(fakeaws.Reset(), nil, putObject), T, T},
@@ -260,7 +263,18 @@ func TestClassifyTransport(t *testing.T) {
 		// The SDK wraps the body's read error in a deserialization error,
 		// which it does not call retryable; core.NetworkClassifier sees
 		// io.ErrUnexpectedEOF in the chain.
-		{"EOF mid-body", answered(fakeaws.Truncated(okItem, 20), nil, getItem), U, T},
+		// A reply cut short is transient whatever its status: its error
+		// code was never read (a 400 may as well have been a throttle),
+		// and the SDK reports it as a deserialization error that it does
+		// not retry.
+		{"EOF mid-body", answered(fakeaws.Truncated(okItem, 20), nil, getItem), T, T},
+		{"ThrottlingException 400 cut short", answered(fakeaws.Truncated(throttle400, 30), nil, putItem), T, T},
+		{"ThrottlingException 400 reset mid-body", answered(fakeaws.ResetMidBody(throttle400, 30), nil, putItem), T, T},
+		{"ConditionalCheckFailedException 400 cut short", answered(fakeaws.Truncated(conditional400, 40), nil, putItem), T, T},
+		{"ValidationException 400 cut short", answered(fakeaws.Truncated(validation400, 10), nil, putItem), T, T},
+		{"InternalServerError 500 cut short", answered(fakeaws.Truncated(fakeaws.DynamoDBError(500, "InternalServerError", "Internal server error"), 10), nil, getItem), T, T},
+		{"S3 AccessDenied 403 cut short", answered(fakeaws.Truncated(fakeaws.S3Error(403, "AccessDenied", "Access Denied"), 60), nil, putObject), T, T},
+		{"SQS InvalidParameterValue 400 cut short", answered(fakeaws.Truncated(fakeaws.SQSError(400, "InvalidParameterValue", "", "Value for parameter MessageBody is invalid."), 25), nil, sendMessage), T, T},
 		{"client HTTP timeout", answered(fakeaws.Hang(), withHTTPTimeout(100*time.Millisecond), getItem), T, T},
 		{"context deadline", deadline(100 * time.Millisecond), U, T},
 		{"context canceled", canceled, U, P},

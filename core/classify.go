@@ -216,8 +216,11 @@ func NetworkClassifier(err error) Class {
 }
 
 // DefaultClassifiers is the chain used when none is configured: explicit
-// marks first (always), then HTTP status codes (HTTPStatusClassifier), then
-// network failures (NetworkClassifier). It knows no service's error codes:
-// an AWS throttle arrives as HTTP 400 and is Permanent here; package
-// awsclassify puts the AWS SDK's own knowledge in front of this chain.
-var DefaultClassifiers = []Classifier{HTTPStatusClassifier, NetworkClassifier}
+// marks first (always), then network failures (NetworkClassifier), then
+// HTTP status codes (HTTPStatusClassifier). Network failures come first so
+// that a reply cut short is Transient whatever its status: an error that
+// carries a 400 and an unexpected EOF is a reply whose body was never read
+// whole. It knows no service's error codes: an AWS throttle arrives as HTTP
+// 400 and is Permanent here; package awsclassify puts the AWS SDK's own
+// knowledge in front of this chain.
+var DefaultClassifiers = []Classifier{NetworkClassifier, HTTPStatusClassifier}

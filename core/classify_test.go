@@ -56,6 +56,11 @@ func TestClassify(t *testing.T) {
 		{"DNS timeout", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", Name: "sqs.us-east-1.amazonaws.com", IsTimeout: true}}, DefaultClassifiers, Transient},
 		{"DNS not found is permanent", &net.DNSError{Err: "no such host", Name: "nope.invalid", IsNotFound: true}, DefaultClassifiers, Permanent},
 		{"DNS neither temporary nor timeout is permanent", &net.DNSError{Err: "bad name", Name: "x"}, DefaultClassifiers, Permanent},
+		// A reply whose body was cut short carries its status and the read
+		// error: transient whatever the status, since its error was never
+		// read whole.
+		{"400 cut short", fmt.Errorf("status 400: failed to copy error response body: %w", errors.Join(statusErr(400), io.ErrUnexpectedEOF)), DefaultClassifiers, Transient},
+		{"403 reset mid-body", errors.Join(statusErr(403), &net.OpError{Op: "read", Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}}), DefaultClassifiers, Transient},
 		{"network alone: EOF", io.EOF, []Classifier{NetworkClassifier}, Transient},
 		{"status alone: EOF unknown → permanent", io.EOF, []Classifier{HTTPStatusClassifier}, Permanent},
 		{"custom chain first answer wins", plain, []Classifier{nil, func(error) Class { return Unknown }, func(error) Class { return Transient }}, Transient},

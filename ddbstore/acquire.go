@@ -300,14 +300,11 @@ func (s *Store) replaceOnly(ctx context.Context, rec core.Record, prev *core.Rec
 }
 
 // ownAcquisition reads the key after an acquisition whose outcome is
-// unknown and returns the stored record if it is rec's (core.Acquired).
-// Any failure of the read counts as no.
+// unknown and returns the stored record if it is rec's (core.Acquired; see
+// ownWrite).
 func (s *Store) ownAcquisition(ctx context.Context, rec core.Record) (core.Record, bool) {
-	if ctx.Err() != nil {
-		return core.Record{}, false
-	}
-	stored, found, err := s.readFor(ctx, "acquire", rec.Key, func(stored core.Record) bool { return core.Acquired(stored, rec) })
-	return stored, err == nil && found && core.Acquired(stored, rec)
+	acquired := func(stored core.Record) bool { return core.Acquired(stored, rec) }
+	return s.ownWrite(ctx, "acquire", rec.Key, acquired, acquired)
 }
 
 // acquireCondition is core.Acquirable as a condition expression (see

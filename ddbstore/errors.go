@@ -170,7 +170,10 @@ type translated struct {
 // translate maps an SDK error of a call that names a key of the store's
 // table (every call but a Scan) to the store's errors, once, by type and
 // error code (never by message text). Conditional-check failures are
-// handled by the callers before translate is reached.
+// handled by the callers before translate is reached. A failure of the
+// exchange itself comes first: a reply cut short or undecodable is
+// ErrUnavailable (the request may have been applied) whatever its HTTP
+// status, since its error code was never read.
 //
 // DynamoDB refuses a key that does not fit the table's key schema with a
 // ValidationException, as it refuses other invalid requests. On one, the
@@ -205,6 +208,18 @@ func translateErr(op, table string, err error) translated {
 		// Not expected here; a refused condition certainly wrote nothing.
 		return translated{err: core.MarkPermanent(wrap(ErrInvalidRequest))}
 	}
+	switch {
+	case notSent(err):
+		return translated{err: core.MarkTransient(wrap(ErrUnavailable))}
+	case errors.Is(err, context.Canceled):
+		// The caller gave up; not ours to retry. The write may have
+		// happened.
+		return translated{err: &Error{Op: op, Table: table, Err: err}, maybeApplied: true}
+	case transportFailure(err):
+		// Whatever the reply's status, it was not read whole (or at
+		// all): the request may have been applied.
+		return translated{err: core.MarkTransient(wrap(ErrUnavailable)), maybeApplied: true}
+	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		code := api.ErrorCode()
@@ -236,17 +251,6 @@ func translateErr(op, table string, err error) translated {
 			// the request, and it will refuse it again.
 			return translated{err: core.MarkPermanent(&Error{Op: op, Table: table, Err: err})}
 		}
-	}
-	if notSent(err) {
-		return translated{err: core.MarkTransient(wrap(ErrUnavailable))}
-	}
-	if errors.Is(err, context.Canceled) {
-		// The caller gave up; not ours to retry. The write may have
-		// happened.
-		return translated{err: &Error{Op: op, Table: table, Err: err}, maybeApplied: true}
-	}
-	if transportFailure(err) {
-		return translated{err: core.MarkTransient(wrap(ErrUnavailable)), maybeApplied: true}
 	}
 	// Unknown: permanent, as core.Classify would say.
 	return translated{err: &Error{Op: op, Table: table, Err: err}, maybeApplied: true}

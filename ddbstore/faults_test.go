@@ -157,9 +157,14 @@ func TestFaultsThroughRunner(t *testing.T) {
 		// in progress until the lease ends, then runs again.
 		{"complete 503 always", []fault{{Op: "PutItem", Match: completePut, Kind: unavailable, Times: -1}}, [3]class{notRecorded, inProgress, executed}, 2},
 		{"complete reset before send always", []fault{{Op: "PutItem", Match: completePut, Kind: reset, Times: -1}}, [3]class{notRecorded, inProgress, executed}, 2},
-		// Completion applied but every answer lost: reported as not
-		// recorded, yet the outcome is there and is replayed.
-		{"complete 500 after apply always", []fault{{Op: "PutItem", Match: completePut, Kind: serverError, After: true, Times: -1}}, [3]class{notRecorded, replayed, replayed}, 1},
+		// Completion applied but every answer lost: the store's check (one
+		// consistent GetItem) finds it, so the call reports it executed.
+		{"complete 500 after apply always", []fault{{Op: "PutItem", Match: completePut, Kind: serverError, After: true, Times: -1}}, [3]class{executed, replayed, replayed}, 1},
+		// ... and when the check fails too: reported as not recorded, yet
+		// the outcome is there and is replayed.
+		{"complete 500 after apply always, check 503", []fault{
+			{Op: "PutItem", Match: completePut, Kind: serverError, After: true, Times: -1},
+			{Op: "GetItem", Kind: unavailable, Times: -1}}, [3]class{notRecorded, replayed, replayed}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -204,7 +204,8 @@ func (s *Store) completeKeepingSteps(ctx context.Context, op string, rec core.Re
 	var ccf *types.ConditionalCheckFailedException
 	if err == nil || !errors.As(err, &ccf) {
 		if err != nil {
-			return core.Record{}, true, s.translate(ctx, op, err).err
+			own, err := s.unconfirmed(ctx, op, rec, stored, err)
+			return own, true, err
 		}
 		return stored, true, nil
 	}

@@ -29,11 +29,13 @@ const (
 )
 
 // ErrLargeResult reports that the blob store that keeps large results
-// (WithLargeResults) failed. On Complete, the object could not be written, and no record was
-// written either: the error is transient if the blob store's error is (S3
+// (WithLargeResults) failed. On Complete (and CompleteStaged), the object
+// could not be written, and no record was written either: the error wraps
+// idem.ErrCommitRefused, and is transient if the blob store's error is (S3
 // throttling such as SlowDown, HTTP 5xx, transport failures: see
 // awsclassify), so the runner retries the completion, and permanent
-// otherwise (AccessDenied). On a replay (Reserve refused by a succeeded
+// otherwise (AccessDenied); once no retry mends it, the runner records a
+// retryable failure in the success's place. On a replay (Reserve refused by a succeeded
 // record with the caller's fingerprint, or Get), the object could not be
 // read (transient or permanent as above), is missing (also wrapping
 // blob.ErrNotFound; permanent), or is not the one recorded (also wrapping

@@ -317,13 +317,14 @@ func TestLargeResultPutFailure(t *testing.T) {
 			}
 			rec := succeeded("tok-1", randomBytes(large))
 			_, err = s.Complete(context.Background(), rec)
-			if !errors.Is(err, ddbstore.ErrLargeResult) || core.Classify(err) != tc.class || table.putCount() != 0 {
-				t.Fatalf("Complete: %v (class %v), %d puts; want ErrLargeResult, %v, no put", err, core.Classify(err), table.putCount(), tc.class)
+			if !errors.Is(err, ddbstore.ErrLargeResult) || !errors.Is(err, idem.ErrCommitRefused) || core.Classify(err) != tc.class || table.putCount() != 0 {
+				t.Fatalf("Complete: %v (class %v), %d puts; want ErrLargeResult and ErrCommitRefused, %v, no put", err, core.Classify(err), table.putCount(), tc.class)
 			}
 
 			// Through a runner: the handler runs once; the record is
-			// completed only once the object is written, else it stays in
-			// progress and points at nothing.
+			// completed only once the object is written, else the success
+			// is refused (commit_refused): a retryable failure, pointing at
+			// nothing, takes its place, and the next delivery runs again.
 			f := newLargeFixture(t, idem.WithCompletionAttempts(3))
 			f.blobs.putErr = tc.putErr
 			runs := 0
@@ -337,11 +338,14 @@ func TestLargeResultPutFailure(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, idem.ErrOutcomeNotRecorded) || status != string(core.StatusInProgress) || ref != "" || runs != 1 {
-				t.Fatalf("runner: %v, status %s, ref %q, runs %d; want ErrOutcomeNotRecorded, in_progress, no reference, 1 run", err, status, ref, runs)
+			if idem.VerdictOf(err) != idem.CommitRefused || status != string(core.StatusFailed) || ref != "" || runs != 1 {
+				t.Fatalf("runner: %v, status %s, ref %q, runs %d; want commit_refused, failed, no reference, 1 run", err, status, ref, runs)
 			}
 			if len(f.blobs.Names()) != 0 {
 				t.Errorf("objects %v written by failed puts", f.blobs.Names())
+			}
+			if rec, err := f.store.Get(context.Background(), "evt:large:3", f.clock.Now()); err != nil || !rec.Retryable {
+				t.Fatalf("record = %v, %v; want a retryable failure (the next delivery runs again: TestCommitRefusedLargeResult)", rec, err)
 			}
 		})
 	}

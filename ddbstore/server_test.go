@@ -152,6 +152,7 @@ type recorder struct {
 	mu     sync.Mutex
 	counts map[string]int // guarded by mu
 	faults []*fault       // guarded by mu
+	shapes int            // guarded by mu: kit faults injected, for their turn of shape
 }
 
 // faultKind is what an injected fault looks like to the SDK.
@@ -165,25 +166,28 @@ const (
 	reset                              // connection reset by peer
 	timeout                            // i/o timeout
 	refused                            // connection refused (a failed dial: certainly not sent)
+	cutShort                           // the reply's body cut short: the server's (After), else a throttle's
 )
 
 func (k faultKind) String() string {
-	return [...]string{"", "throttle", "throttling", "500", "503", "reset", "timeout", "refused"}[k]
+	return [...]string{"", "throttle", "throttling", "500", "503", "reset", "timeout", "refused", "cut short"}[k]
 }
 
 // kitOps are the kinds of request, for storetest.Faults, of the DynamoDB
 // operations the store makes.
 var kitOps = map[string]storetest.Op{"GetItem": storetest.Read, "BatchGetItem": storetest.Read, "PutItem": storetest.Write, "UpdateItem": storetest.Write}
 
-// kitFaults are the faults of storetest in DynamoDB's shapes: a failed dial;
-// a request applied whose answer times out; throttling as DynamoDB answers
-// it (HTTP 400 with ProvisionedThroughputExceededException); a request that
-// times out unsent, as the HTTP client's own timeout fails it.
-var kitFaults = map[storetest.Fault]fault{
-	storetest.FailBefore: {Kind: refused},
-	storetest.AnswerLost: {Kind: timeout, After: true},
-	storetest.Throttled:  {Kind: throttle},
-	storetest.TimedOut:   {Kind: timeout},
+// kitFaults are the faults of storetest in DynamoDB's shapes, taken in
+// turn by the requests that get the fault: a failed dial; a request
+// applied whose answer times out, or whose answer (whatever its status) is
+// cut short; throttling as DynamoDB answers it (HTTP 400 with
+// ProvisionedThroughputExceededException), whole or cut short; a request
+// that times out unsent, as the HTTP client's own timeout fails it.
+var kitFaults = map[storetest.Fault][]fault{
+	storetest.FailBefore: {{Kind: refused}},
+	storetest.AnswerLost: {{Kind: timeout, After: true}, {Kind: cutShort, After: true}},
+	storetest.Throttled:  {{Kind: throttle}, {Kind: cutShort}},
+	storetest.TimedOut:   {{Kind: timeout}},
 }
 
 // fault is a rule: for requests of Op whose body contains Match, inject Kind
@@ -285,22 +289,41 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r.mu.Unlock()
 	if kop, ok := kitOps[op]; ok && hit == nil {
-		if f, ok := kitFaults[r.kit.Next(kop)]; ok {
-			hit = &f
-		}
+		hit = r.kitFault(r.kit.Next(kop))
 	}
 	if hit == nil {
 		return r.inner.RoundTrip(req)
 	}
+	var answer []byte
+	var resp *http.Response
 	if hit.After {
-		resp, err := r.inner.RoundTrip(req)
-		if err != nil {
+		if resp, err = r.inner.RoundTrip(req); err != nil {
 			return nil, err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		answer, _ = io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 	}
-	switch hit.Kind {
+	return injected(req, hit.Kind, resp, answer)
+}
+
+// kitFault is the fault, in its next shape, that stands for f (nil for
+// none).
+func (r *recorder) kitFault(f storetest.Fault) *fault {
+	shapes := kitFaults[f]
+	if len(shapes) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shapes++
+	hit := shapes[r.shapes%len(shapes)]
+	return &hit
+}
+
+// injected is what the client gets for req under a fault of kind: resp,
+// the server's answer with its body answer, where the request was sent.
+func injected(req *http.Request, kind faultKind, resp *http.Response, answer []byte) (*http.Response, error) {
+	switch kind {
 	case reset:
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	case timeout:
@@ -316,9 +339,25 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	case unavailable:
 		return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{},
 			Body: io.NopCloser(strings.NewReader("")), Request: req, ProtoMajor: 1, ProtoMinor: 1}, nil
+	case cutShort:
+		if resp == nil {
+			resp = jsonError(req, 400, "ThrottlingException", "injected: rate exceeded, reply cut short")
+			answer, _ = io.ReadAll(resp.Body)
+		}
+		// The status line and headers (Content-Length included) arrive;
+		// the connection ends halfway through the body, as net/http
+		// reports it.
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(answer[:len(answer)/2]), errReader{io.ErrUnexpectedEOF}))
+		resp.ContentLength = int64(len(answer))
+		return resp, nil
 	}
 	return nil, errors.New("unknown fault kind")
 }
+
+// errReader fails every read with its error.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func jsonError(req *http.Request, status int, code, msg string) *http.Response {
 	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)

@@ -292,13 +292,32 @@ func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Re
 }
 
 // ownReservation reads the key after a reservation whose outcome is unknown
-// and reports whether it was applied. Any failure of the read counts as no.
+// and reports whether it was applied (ownWrite).
 func (s *Store) ownReservation(ctx context.Context, rec core.Record) bool {
+	_, own := s.ownWrite(ctx, "reserve", rec.Key, sameWrite(rec), nil)
+	return own
+}
+
+// ownWrite reads key after a write whose outcome is unknown (its answer
+// lost, or cut short: translated.maybeApplied) and returns the stored
+// record and true if that write was applied, as same tells of the stored
+// record (core.SameWrite for a reservation or a completion, core.Acquired
+// for an acquisition): the one rule by which a retried write recognises an
+// earlier try's, so that no write is called failed before it is checked.
+// load selects what is read beyond the item (see decodeFor). Any failure
+// of the read counts as not applied.
+func (s *Store) ownWrite(ctx context.Context, op, key string, same, load loadFunc) (core.Record, bool) {
 	if ctx.Err() != nil {
-		return false
+		return core.Record{}, false
 	}
-	stored, found, err := s.read(ctx, "reserve", rec.Key)
-	return err == nil && found && core.SameWrite(stored, rec)
+	stored, found, err := s.readFor(ctx, op, key, load)
+	return stored, err == nil && found && same(stored)
+}
+
+// sameWrite selects the stored record that is rec's own write
+// (core.SameWrite).
+func sameWrite(rec core.Record) loadFunc {
+	return func(stored core.Record) bool { return core.SameWrite(stored, rec) }
 }
 
 // blocking returns the record that made a conditional put fail: the item the
@@ -359,8 +378,9 @@ const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s
 // limit, a succeeded record is stored without its result and the returned
 // record has ResultOmitted set, unless WithLargeResults keeps the result in
 // a blob store (written before the record; a failure to write it fails the
-// completion with ErrLargeResult and writes no record); a failed record's
-// error message is shortened. Completion never fails for size.
+// completion with ErrLargeResult, wrapped in idem.ErrCommitRefused, and
+// writes no record); a failed record's error message is shortened.
+// Completion never fails for size.
 //
 // A retryable failure with steps is, with a client that has UpdateItem,
 // one UpdateItem conditioned on the caller's lease and on the record
@@ -375,7 +395,10 @@ const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s
 // completion, applied by an earlier try whose answer was lost, Complete
 // returns it as success. Otherwise the error wraps idem.ErrLeaseLost.
 // Transport failures, throttling and 5xx are transient: retrying a
-// completion is safe because of that check.
+// completion is safe because of that check. After a failure that may have
+// been applied (a timeout, a reset, a 5xx, a reply cut short at any
+// status), one consistent GetItem checks for this very completion in the
+// same way before the error is returned.
 func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
 	const op = "complete"
 	if err := ctx.Err(); err != nil {
@@ -394,7 +417,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	}
 	item, stored, err := s.fitComplete(ctx, op, rec)
 	if err != nil {
-		return core.Record{}, err
+		return core.Record{}, refusedCommit(rec, err) // no record written
 	}
 	put := s.completePut(item, rec)
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
@@ -407,7 +430,7 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return core.Record{}, s.translate(ctx, op, err).err
+		return s.unconfirmed(ctx, op, rec, stored, err)
 	}
 	existing, found, rerr := s.blockingFor(ctx, op, ccf, rec.Key, sameFailure(rec))
 	if rerr != nil {
@@ -418,6 +441,32 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 		return ownLarge(existing, stored), nil
 	}
 	return core.Record{}, s.leaseLost(rec, existing, found)
+}
+
+// unconfirmed is the answer to a completion of rec (meant to be stored as
+// stored) that failed with err, not by its condition: if err leaves it
+// unknown whether the write was applied, the stored record is read first
+// (ownWrite), and if it is the completion, it is returned as success.
+func (s *Store) unconfirmed(ctx context.Context, op string, rec, stored core.Record, err error) (core.Record, error) {
+	t := s.translate(ctx, op, err)
+	if t.maybeApplied {
+		if existing, own := s.ownWrite(ctx, op, rec.Key, sameWrite(rec), sameFailure(rec)); own {
+			return ownLarge(existing, stored), nil
+		}
+	}
+	return core.Record{}, t.err
+}
+
+// refusedCommit marks err, the failure of the completion of rec that
+// certainly wrote nothing because of what it commits (a result that cannot
+// be kept, staged writes refused as a whole), as the commit refused
+// (idem.ErrCommitRefused) if rec is a success; a failure's is left as it
+// is.
+func refusedCommit(rec core.Record, err error) error {
+	if rec.Status != core.StatusSucceeded {
+		return err
+	}
+	return fmt.Errorf("%w: %w", idem.ErrCommitRefused, err)
 }
 
 // leaseLost is the error of a completion of rec refused by its condition,

@@ -203,8 +203,15 @@ func targetOf(table string, key map[string]types.AttributeValue) string {
 // idem.ErrLeaseLost; a staged item's condition failed, or DynamoDB found it
 // invalid → a *idem.StagedWriteError naming it (wrapping
 // idem.ErrStagedConditionFailed, or ErrInvalidRequest); a conflicting
-// transaction or throttling → transient (ErrThrottled). Other failures are
-// translated as Complete's are.
+// transaction or throttling → transient (ErrThrottled); any other reason →
+// permanent (ErrInvalidRequest). Those last two, and every failure that
+// certainly wrote nothing (the request refused as a whole: throttled, a
+// staged table not found, access denied to a staged write; never sent; a
+// large result the blob store refused), wrap idem.ErrCommitRefused: the
+// runner retries the transient ones, then records a retryable failure in
+// the success's place. A failure after which the commit may have been
+// applied (a timeout, a reset, a 5xx, a reply cut short) is checked as
+// Complete checks it (one consistent GetItem) before it is returned.
 //
 // A transactional write costs two write capacity units per KB of each item
 // (twice a PutItem), the record's included.
@@ -226,7 +233,7 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	}
 	item, stored, err := s.fitComplete(ctx, op, normalize(rec))
 	if err != nil {
-		return core.Record{}, err
+		return core.Record{}, refusedCommit(rec, err) // no record written
 	}
 	if size := ItemSize(item); total+size > MaxTransactSize {
 		return core.Record{}, &idem.StagedWriteError{Index: -1, Err: fmt.Errorf("%w: staged items (%d bytes) and the record (%d) exceed %d bytes",
@@ -249,7 +256,12 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 		// will be known to a retry.
 		return core.Record{}, core.MarkTransient(&Error{Op: op, Table: s.table, Err: fmt.Errorf("%w: %w", ErrUnavailable, err)})
 	}
-	return core.Record{}, s.translate(ctx, op, err).err
+	if t := s.translate(ctx, op, err); !t.maybeApplied {
+		// Refused as a whole (throttled, a staged table not found, access
+		// denied to a staged write, invalid) or never sent.
+		return core.Record{}, refusedCommit(rec, t.err)
+	}
+	return s.unconfirmed(ctx, op, rec, stored, err)
 }
 
 // completePut is the write of a completion, with Complete's condition:
@@ -321,10 +333,10 @@ func (s *Store) cancelled(ctx context.Context, rec, stored core.Record, reasons 
 	}
 	for _, c := range codes {
 		if transientReasons[c] {
-			return core.Record{}, core.MarkTransient(&Error{Op: op, Table: s.table,
-				Err: fmt.Errorf("%w: transaction cancelled [%s]", ErrThrottled, strings.Join(codes, ", "))})
+			return core.Record{}, refusedCommit(rec, core.MarkTransient(&Error{Op: op, Table: s.table,
+				Err: fmt.Errorf("%w: transaction cancelled [%s]", ErrThrottled, strings.Join(codes, ", "))}))
 		}
 	}
-	return core.Record{}, core.MarkPermanent(&Error{Op: op, Table: s.table,
-		Err: fmt.Errorf("%w: transaction cancelled [%s]", ErrInvalidRequest, strings.Join(codes, ", "))})
+	return core.Record{}, refusedCommit(rec, core.MarkPermanent(&Error{Op: op, Table: s.table,
+		Err: fmt.Errorf("%w: transaction cancelled [%s]", ErrInvalidRequest, strings.Join(codes, ", "))}))
 }

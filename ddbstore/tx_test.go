@@ -78,12 +78,20 @@ func TestStagedCrashBeforeCommitLeavesNoBusinessWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		store func(f *fixture) idem.Store
+		// verdict is the first delivery's; wait, whether the next one
+		// waits for the lease to end (and takes the key over).
+		verdict idem.Verdict
+		wait    bool
 	}{
-		{"process dies before the commit", func(f *fixture) idem.Store { return diesBeforeCommit{f.store} }},
+		// The process died: the key is in progress until its lease ends.
+		{"process dies before the commit", func(f *fixture) idem.Store { return diesBeforeCommit{f.store} }, idem.OutcomeNotRecorded, true},
+		// Never sent (a refused connection): certainly nothing written,
+		// so a retryable failure is recorded and the next delivery runs
+		// at once.
 		{"every commit refused on the wire", func(f *fixture) idem.Store {
 			f.rec.inject(fault{Op: "TransactWriteItems", Kind: refused, Times: -1})
 			return f.store
-		}},
+		}, idem.CommitRefused, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -92,18 +100,20 @@ func TestStagedCrashBeforeCommitLeavesNoBusinessWrite(t *testing.T) {
 			handler := func(ctx context.Context) ([]byte, error) {
 				return []byte(`{"charged":100}`), ddbstore.Stage(ctx, f.bizPut("order-1"))
 			}
-			_, err := newRunner(t, tc.store(f), clock).Do(context.Background(), key, []byte(`{}`), handler)
-			if !errors.Is(err, idem.ErrOutcomeNotRecorded) {
-				t.Fatalf("Do whose commit never lands = %v, want ErrOutcomeNotRecorded", err)
+			out, err := newRunner(t, tc.store(f), clock).Do(context.Background(), key, []byte(`{}`), handler)
+			if out.Verdict != tc.verdict {
+				t.Fatalf("Do whose commit never lands = %s, %v; want %s", out.Verdict, err, tc.verdict)
 			}
 			if f.bizExists(t, "order-1") {
 				t.Fatal("the business write exists although its commit never landed")
 			}
 			f.rec.clearFaults()
-			clock.Advance(testLease + time.Second)
-			out, err := newRunner(t, f.store, clock).Do(context.Background(), key, []byte(`{}`), handler)
-			if err != nil || out.Verdict != idem.Executed || !out.TookOver || out.Attempts != 2 {
-				t.Fatalf("next delivery after the lease = %+v, %v; want executed, taken over, attempt 2", out, err)
+			if tc.wait {
+				clock.Advance(testLease + time.Second)
+			}
+			out, err = newRunner(t, f.store, clock).Do(context.Background(), key, []byte(`{}`), handler)
+			if err != nil || out.Verdict != idem.Executed || out.TookOver != tc.wait || out.Attempts != 2 {
+				t.Fatalf("next delivery = %+v, %v; want executed, taken over %v, attempt 2", out, err, tc.wait)
 			}
 			if !f.bizExists(t, "order-1") {
 				t.Fatal("the next delivery's commit did not write the business item")
@@ -126,8 +136,8 @@ func TestStagedCommitWhoseAnswerWasLostIsRecognised(t *testing.T) {
 	if err != nil || out.Verdict != idem.Executed {
 		t.Fatalf("Do = %+v, %v; want executed (the retried commit recognised)", out, err)
 	}
-	if n := f.rec.count("TransactWriteItems"); n != 2 {
-		t.Fatalf("TransactWriteItems calls = %d, want 2 (the first applied, its answer lost)", n)
+	if n, reads := f.rec.count("TransactWriteItems"), f.rec.count("GetItem"); n != 1 || reads != 1 {
+		t.Fatalf("TransactWriteItems calls = %d, GetItem %d; want 1 (applied, its answer lost) and 1 (the check that finds it)", n, reads)
 	}
 	if !f.bizExists(t, "lost-1") {
 		t.Fatal("business item absent")
@@ -189,7 +199,11 @@ func TestStagedConditionFailureFailsPermanently(t *testing.T) {
 // motoBucket returns a blob store on a new bucket of the S3 API the SDK's
 // configuration names (AWS_ENDPOINT_URL_S3: moto under testenv), or fails
 // the test when there is none.
-func motoBucket(t *testing.T) *s3blob.Store {
+func motoBucket(t *testing.T) *s3blob.Store { return motoBucketWith(t) }
+
+// motoBucketWith is motoBucket with the S3 client's options changed by
+// opts.
+func motoBucketWith(t *testing.T, opts ...func(*s3.Options)) *s3blob.Store {
 	t.Helper()
 	if os.Getenv("AWS_ENDPOINT_URL_S3") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		t.Fatal("no S3 endpoint: run the test under `testenv -server moto` (or set AWS_ENDPOINT_URL_S3), or set IDEM_SKIP_INTEGRATION=1")
@@ -198,7 +212,7 @@ func motoBucket(t *testing.T) *s3blob.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	client := s3.NewFromConfig(cfg, append([]func(*s3.Options){func(o *s3.Options) { o.UsePathStyle = true }}, opts...)...)
 	bucket := "idem-tx-" + strings.ToLower(rand.Text()[:12])
 	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
@@ -276,9 +290,20 @@ func TestStagedCallsPerPath(t *testing.T) {
 		return []byte(`3`), ddbstore.Stage(ctx, check)
 	})
 	f.rec.inject(fault{Op: "TransactWriteItems", After: true, Kind: timeout, Times: 1})
-	measure("retried commit recognised", "evt:tx-calls:4", func(ctx context.Context) ([]byte, error) {
+	measure("commit applied, its answer lost", "evt:tx-calls:4", func(ctx context.Context) ([]byte, error) {
 		return []byte(`4`), ddbstore.Stage(ctx, f.bizPut("calls-4"))
 	})
+	f.rec.inject(fault{Op: "TransactWriteItems", After: true, Kind: timeout, Times: 1})
+	f.rec.inject(fault{Op: "GetItem", Kind: unavailable, Times: 1})
+	measure("commit applied, its answer and the check lost", "evt:tx-calls:5", func(ctx context.Context) ([]byte, error) {
+		return []byte(`5`), ddbstore.Stage(ctx, f.bizPut("calls-5"))
+	})
+	conflicts := true
+	f.rec.inner = conflictTransport{inner: f.rec.inner, on: func() bool { return conflicts }}
+	measure("commit refused: `commit_refused`", "evt:tx-calls:6", func(ctx context.Context) ([]byte, error) {
+		return []byte(`6`), ddbstore.Stage(ctx, f.bizPut("calls-6"))
+	})
+	conflicts = false
 	for path := range rows {
 		t.Errorf("the table's path %q is not measured", path)
 	}

@@ -24,15 +24,22 @@ import (
 func fakeStore(t *testing.T) (*ddbstore.Store, *fakeaws.Server) {
 	t.Helper()
 	srv := fakeaws.New(t, nil)
+	return fakeStoreAt(t, srv), srv
+}
+
+// fakeStoreAt is a store on table "idem" whose real SDK client, without
+// retries, talks to srv.
+func fakeStoreAt(t *testing.T, srv *fakeaws.Server, opts ...ddbstore.Option) *ddbstore.Store {
+	t.Helper()
 	client := dynamodb.NewFromConfig(aws.Config{
 		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", ""),
 		BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
 	})
-	s, err := ddbstore.New(client, "idem")
+	s, err := ddbstore.New(client, "idem", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, srv
+	return s
 }
 
 func put(table string, size int) types.TransactWriteItem {

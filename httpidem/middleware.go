@@ -52,6 +52,12 @@ import (
 //     client's retry runs the handler again (each such run counts against
 //     idem.WithMaxAttempts; once they are used up: 500 retries-exhausted);
 //     a panic is re-raised after the failure is recorded;
+//   - the handler's answer is held until its outcome is recorded, then
+//     sent; if the store refused to commit it and kept nothing
+//     (idem.CommitRefused: its staged writes refused as a whole, or a
+//     result that could not be kept), 503 commit-refused with
+//     Retry-After: 1 is sent in its place, a retryable failure is
+//     recorded, and the client's retry runs the handler again;
 //   - a streamed answer (the handler flushes, or hijacks the connection)
 //     or one whose body is over WithMaxResponseBytes reaches the client as
 //     it is written, but is not recorded: the key is recorded as a success
@@ -122,18 +128,22 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ran := false
 	var panicked any
 	// The call is logged and observed once, by the runner, with the
-	// request and the status answered; where the handler did not run, the
-	// answer is written then.
+	// request and the status answered; the answer is written then: the
+	// handler's, once its outcome is recorded, or the middleware's where
+	// the handler did not run or its commit was refused.
 	actx := idem.WithAnnotation(m.cfg.waitContext(ctx), func(out idem.Outcome, err error) idem.Annotation {
 		var a idem.Annotation
 		status := rec.status
 		switch {
 		case panicked != nil:
 			a.Verdict, a.Err = idem.Panicked, err
-		case !ran:
+		case !ran, out.Verdict == idem.CommitRefused && rec.discard():
 			status, a.Verdict, a.Err = m.answer(r.Context(), w, out, err)
 		case httprule.Refused(status):
+			rec.send()
 			a.Verdict, a.Err = idem.Unauthorized, err
+		default:
+			rec.send()
 		}
 		a.Attrs = m.attrs(r, status)
 		return a
@@ -157,6 +167,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if panicked != nil {
 		panic(panicked)
 	}
+	rec.send() // a no-op once the annotation has answered
 }
 
 // serve runs h, returning what it panicked with, if anything.

@@ -8,13 +8,17 @@ import (
 	"slices"
 )
 
-// recorder passes a handler's response through to the client as it is
-// written, and records it for replay: the status, the headers the handler
-// set (those that differ from the headers before it ran, so that the
-// headers of outer middleware, a request id say, are not replayed; of
-// Set-Cookie, only the cookies the handler added, never an outer
-// middleware's session) and the body, up to a limit. A response that flushes, hijacks the connection or
-// writes more than the limit is not recorded (omitted). Not safe for
+// recorder holds a handler's response until its outcome is recorded, and
+// records it for replay: the status, the headers the handler set (those
+// that differ from the headers before it ran, so that the headers of outer
+// middleware, a request id say, are not replayed; of Set-Cookie, only the
+// cookies the handler added, never an outer middleware's session) and the
+// body, up to a limit. The middleware then sends it (send), or, when the
+// store refused to commit it, answers in its place (discard). A response
+// that flushes, hijacks the connection or writes more than the limit goes
+// to the client as it is written from then on and is not recorded
+// (omitted). Informational responses (103 Early Hints) are sent at once.
+// Not safe for
 // concurrent use, as no http.ResponseWriter is.
 type recorder struct {
 	w        http.ResponseWriter
@@ -25,6 +29,9 @@ type recorder struct {
 	body     bytes.Buffer
 	omitted  bool
 	hijacked bool
+	// sent: the final header has gone to the client (a stream, or send);
+	// dropped: discard gave up the response.
+	sent, dropped bool
 }
 
 func newRecorder(w http.ResponseWriter, limit int) *recorder {
@@ -34,12 +41,15 @@ func newRecorder(w http.ResponseWriter, limit int) *recorder {
 // Header returns the response's header map.
 func (c *recorder) Header() http.Header { return c.w.Header() }
 
-// WriteHeader records and sends the final status; an informational one
-// (103 Early Hints) is sent only.
+// WriteHeader records the final status (sent with the response, or at
+// once once the response streams); an informational one is sent only.
 func (c *recorder) WriteHeader(code int) {
-	if c.status != 0 || c.hijacked || (code >= 100 && code < 200 && code != http.StatusSwitchingProtocols) {
+	if c.sent || (code >= 100 && code < 200 && code != http.StatusSwitchingProtocols) {
 		c.w.WriteHeader(code)
 		return
+	}
+	if c.status != 0 || c.hijacked {
+		return // superfluous, as net/http would have it
 	}
 	c.header = http.Header{}
 	for k, vs := range c.w.Header() {
@@ -53,24 +63,29 @@ func (c *recorder) WriteHeader(code int) {
 			c.header[k] = slices.Clone(vs)
 		}
 	}
-	c.w.WriteHeader(code)
 	c.status = code
 }
 
-// Write records and sends body bytes.
+// Write records body bytes; past the limit, the response streams.
 func (c *recorder) Write(p []byte) (int, error) {
 	if c.status == 0 && !c.hijacked {
 		c.WriteHeader(http.StatusOK)
 	}
-	if !c.omitted {
-		if c.body.Len()+len(p) > c.limit {
-			c.omitted = true
-			c.body = bytes.Buffer{}
-		} else {
-			c.body.Write(p)
-		}
+	if !c.sent && c.body.Len()+len(p) > c.limit {
+		c.stream()
 	}
-	return c.w.Write(p)
+	if c.sent || c.hijacked {
+		return c.w.Write(p)
+	}
+	return c.body.Write(p)
+}
+
+// stream sends what is held and passes the rest through: the response is
+// then a stream, not recorded.
+func (c *recorder) stream() {
+	c.omitted = true
+	c.send()
+	c.body = bytes.Buffer{}
 }
 
 // FlushError sends what was written; the response is then a stream, not
@@ -79,16 +94,19 @@ func (c *recorder) FlushError() error {
 	if c.status == 0 && !c.hijacked {
 		c.WriteHeader(http.StatusOK)
 	}
-	c.omitted = true
+	c.stream()
 	return http.NewResponseController(c.w).Flush()
 }
 
 // Flush is FlushError for handlers that use http.Flusher.
 func (c *recorder) Flush() { _ = c.FlushError() }
 
-// Hijack hands the connection to the handler; the response is not
-// recorded.
+// Hijack hands the connection to the handler, after what was written; the
+// response is not recorded.
 func (c *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if c.status != 0 {
+		c.stream()
+	}
 	conn, rw, err := http.NewResponseController(c.w).Hijack()
 	if err == nil {
 		c.hijacked, c.omitted = true, true
@@ -100,7 +118,7 @@ func (c *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // deadlines and full duplex.
 func (c *recorder) Unwrap() http.ResponseWriter { return c.w }
 
-// finish sends the implicit 200 of a handler that wrote nothing, and
+// finish makes the implicit 200 of a handler that wrote nothing, and
 // returns the status answered (0 if the connection was hijacked first).
 func (c *recorder) finish() int {
 	if c.status == 0 && !c.hijacked {
@@ -125,4 +143,34 @@ func addedValues(before, after []string) []string {
 		added = append(added, v)
 	}
 	return added
+}
+
+// send sends the response held, once: its status and what it wrote.
+func (c *recorder) send() {
+	if c.sent || c.dropped || c.hijacked || c.status == 0 {
+		return
+	}
+	c.sent = true
+	c.w.WriteHeader(c.status)
+	if c.body.Len() > 0 {
+		_, _ = c.w.Write(c.body.Bytes()) // a client gone is nothing to act on
+	}
+}
+
+// discard gives up the response held, headers included (they are those
+// from before the handler ran again), for an answer in its place; false if
+// it is already on its way to the client.
+func (c *recorder) discard() bool {
+	if c.sent || c.hijacked {
+		return false
+	}
+	c.dropped = true
+	h := c.w.Header()
+	for k := range h {
+		delete(h, k)
+	}
+	for k, vs := range c.before {
+		h[k] = vs
+	}
+	return true
 }

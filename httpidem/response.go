@@ -45,6 +45,7 @@ const (
 	ProblemRetriesExhausted = httprule.RetriesExhausted // ProblemRetriesExhausted: 500, the key's 5xx/408/429 answers used up its attempts.
 	ProblemResponseOmitted  = httprule.ResponseOmitted  // ProblemResponseOmitted: 500, the key's success was not recorded for replay.
 	ProblemStoreUnavailable = httprule.StoreUnavailable // ProblemStoreUnavailable: 503, the store failed transiently.
+	ProblemCommitRefused    = httprule.CommitRefused    // ProblemCommitRefused: 503, in place of the handler's answer: the store refused to commit its outcome and kept nothing; a retry runs it again.
 	ProblemInternal         = httprule.Internal         // ProblemInternal: 500, another failure.
 )
 

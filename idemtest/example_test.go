@@ -15,6 +15,7 @@ import (
 	"github.com/idemgo/idem/idemtest"
 	idemlambda "github.com/idemgo/idem/lambda"
 	"github.com/idemgo/idem/memstore"
+	"github.com/idemgo/idem/webhook"
 )
 
 // An SQS batch that holds one message twice, then a redelivery of it: the
@@ -60,14 +61,19 @@ func ExampleClock_Sleep() {
 }
 
 // A GitHub delivery and its redelivery (same X-GitHub-Delivery) through an
-// HTTP API: the second is the first's answer, replayed.
+// HTTP API with the GitHub preset: the signature is verified, and the
+// second is the first's answer, replayed.
 func ExampleGitHubDelivery() {
-	runner, _ := idem.New(memstore.New())
+	runner, _ := idem.New(memstore.New(), idem.WithRetention(72*time.Hour))
 	runs := 0
-	handler, _ := idemlambda.HTTPAPI(runner, func(_ context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	handler, err := idemlambda.HTTPAPI(runner, func(_ context.Context, r events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		runs++
 		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusAccepted, Body: r.Headers["x-github-event"]}, nil
-	}, idemlambda.WithKeyHeader("X-GitHub-Delivery"))
+	}, idemlambda.WithWebhook(webhook.GitHub("s3cr3t")), idemlambda.WithEndpoint("github-issues"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	d := idemtest.GitHubDelivery("1f6e0a70-c9a1-11ef-9a8b-3d2c1b0a9f8e", "issues", []byte(`{"action":"opened"}`), "s3cr3t")
 	fmt.Println(d.Header.Get("X-Hub-Signature-256"))
@@ -85,20 +91,28 @@ func ExampleGitHubDelivery() {
 
 // Stripe signs every attempt anew and counts its pending endpoints in the
 // body: a retry of the same event, keyed by the body's id with
-// pending_webhooks left out of the fingerprint, replays.
+// pending_webhooks left out of the fingerprint (both the Stripe preset's
+// doing), replays. The preset checks the signature's timestamp against the
+// wrapper's clock.
 func ExampleStripeDelivery() {
-	runner, _ := idem.New(memstore.New())
+	clock := idemtest.NewClock(idemtest.SentAt)
+	runner, _ := idem.New(memstore.New(), idem.WithClock(clock.Now), idem.WithRetention(72*time.Hour))
 	runs := 0
-	handler, _ := idemlambda.FunctionURL(runner, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	handler, err := idemlambda.FunctionURL(runner, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		runs++
 		return events.LambdaFunctionURLResponse{StatusCode: http.StatusOK}, nil
-	}, idemlambda.WithKeyBodyField("id"), idemlambda.WithFingerprintSelection(core.IgnoreFields("pending_webhooks")))
+	}, idemlambda.WithWebhook(webhook.Stripe("whsec_test")), idemlambda.WithEndpoint("stripe-payments"), idemlambda.WithClock(clock.Now))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	first := idemtest.StripeDelivery(idemtest.StripeEvent("evt_1", "payment_intent.succeeded", `{"id":"pi_1","amount":2500}`, 2), "whsec_test", idemtest.SentAt)
 	retry := idemtest.StripeDelivery(idemtest.StripeEvent("evt_1", "payment_intent.succeeded", `{"id":"pi_1","amount":2500}`, 1), "whsec_test", idemtest.SentAt.Add(time.Hour))
 	fmt.Println(first.Header.Get("Stripe-Signature") != retry.Header.Get("Stripe-Signature"))
-	for _, d := range []idemtest.Delivery{first, retry} {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	for i, d := range []idemtest.Delivery{first, retry} {
+		clock.Set(idemtest.SentAt.Add(time.Duration(i) * time.Hour))
+		ctx, cancel := clock.Invocation(context.Background(), 10*time.Second)
 		resp, _ := handler(ctx, d.FunctionURLRequest())
 		cancel()
 		fmt.Println(resp.StatusCode, resp.Headers[idemlambda.HeaderReplayed], runs)
@@ -109,15 +123,19 @@ func ExampleStripeDelivery() {
 	// 200 true 1
 }
 
-// A Shopify webhook through net/http (httpidem), keyed by the shop and the
-// webhook id.
+// A Shopify webhook through net/http (httpidem) with the Shopify preset,
+// keyed by the event's id (X-Shopify-Event-Id).
 func ExampleShopifyDelivery() {
 	runner, _ := idem.New(memstore.New())
-	mw, _ := httpidem.Middleware(runner, httpidem.WithKeyHeader("X-Shopify-Shop-Domain"), httpidem.WithKeyHeader("X-Shopify-Webhook-Id"))
+	mw, err := httpidem.Middleware(runner, httpidem.WithWebhook(webhook.Shopify("shpss_test")), httpidem.WithEndpoint("shopify-orders"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	runs := 0
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { runs++; w.WriteHeader(http.StatusOK) }))
 
-	d := idemtest.ShopifyDelivery("shop-7.myshopify.com", "orders/create", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", []byte(`{"id":820982911946154500}`), "shpss_test")
+	d := idemtest.ShopifyDelivery("shop-7.myshopify.com", "orders/create", "98880550-7158-44d4-b7cd-2c97c8a091b5", []byte(`{"id":820982911946154500}`), "shpss_test")
 	fmt.Println(d.Header.Get("X-Shopify-Hmac-Sha256"))
 	for range 2 {
 		rec := httptest.NewRecorder()

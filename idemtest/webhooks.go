@@ -14,7 +14,7 @@ import (
 // GitHubDelivery returns a delivery of a GitHub webhook as GitHub sends it:
 // POST /webhooks/github with the body (the event's JSON), the delivery's
 // id in X-GitHub-Delivery (a GUID, the same when the delivery is
-// redelivered: the key for idemlambda.WithKeyHeader("X-GitHub-Delivery")),
+// redelivered: the key webhook.GitHub takes),
 // the event's name in X-GitHub-Event, the hook's headers, and, when secret
 // is not empty, X-Hub-Signature-256 (SignGitHub).
 func GitHubDelivery(guid, event string, body []byte, secret string) Delivery {
@@ -42,11 +42,10 @@ func SignGitHub(secret string, body []byte) string {
 }
 
 // StripeEvent returns the body of a Stripe event as Stripe sends it: the
-// event id (evt_..., the key for idemlambda.WithKeyBodyField("id")), its
-// type, the object it is about (JSON) and pending_webhooks, the count of
-// endpoints still to answer, which can differ between two deliveries of
-// the event (leave it out of the fingerprint:
-// core.IgnoreFields("pending_webhooks")).
+// event id (evt_..., the key webhook.Stripe takes), its type, the object
+// it is about (JSON) and pending_webhooks, the count of endpoints still to
+// answer, which can differ between two deliveries of the event
+// (webhook.Stripe leaves it out of the fingerprint).
 func StripeEvent(id, eventType, object string, pendingWebhooks int) []byte {
 	return []byte(`{"id":"` + id + `","object":"event","api_version":"2024-06-20","created":` + strconv.FormatInt(SentAt.Unix(), 10) +
 		`,"data":{"object":` + object + `},"livemode":false,"pending_webhooks":` + strconv.Itoa(pendingWebhooks) +
@@ -84,23 +83,22 @@ func SignStripe(secret string, body []byte, at time.Time) string {
 
 // ShopifyDelivery returns a delivery of a Shopify webhook as Shopify sends
 // it: POST /webhooks/shopify with the body, the shop's domain in
-// X-Shopify-Shop-Domain, the topic, the webhook's id in
-// X-Shopify-Webhook-Id (the same on every retry: with the shop, the key,
-// idemlambda.WithKeyHeader("X-Shopify-Shop-Domain"),
-// WithKeyHeader("X-Shopify-Webhook-Id")), the API version, the time it
-// was triggered, and, when secret (the app's client secret) is not empty,
-// X-Shopify-Hmac-Sha256 (SignShopify).
-func ShopifyDelivery(shop, topic, webhookID string, body []byte, secret string) Delivery {
+// X-Shopify-Shop-Domain, the topic, the event's id in X-Shopify-Event-Id
+// (the same on every delivery of the event: the key webhook.Shopify takes),
+// a webhook id derived from it in X-Shopify-Webhook-Id, the API version,
+// the time it was triggered, and, when secret (the app's client secret) is
+// not empty, X-Shopify-Hmac-Sha256 (SignShopify).
+func ShopifyDelivery(shop, topic, eventID string, body []byte, secret string) Delivery {
 	h := http.Header{}
 	h.Set("Accept", "*/*")
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Shopify-Captain-Hook")
 	h.Set("X-Shopify-Api-Version", "2025-01")
-	h.Set("X-Shopify-Event-Id", "98880550-7158-44d4-b7cd-2c97c8a091b5")
+	h.Set("X-Shopify-Event-Id", eventID)
 	h.Set("X-Shopify-Shop-Domain", shop)
 	h.Set("X-Shopify-Topic", topic)
 	h.Set("X-Shopify-Triggered-At", SentAt.Format(time.RFC3339Nano))
-	h.Set("X-Shopify-Webhook-Id", webhookID)
+	h.Set("X-Shopify-Webhook-Id", hex.EncodeToString(hmacSHA256("webhook-id", []byte(eventID))[:16]))
 	if secret != "" {
 		h.Set("X-Shopify-Hmac-Sha256", SignShopify(secret, body))
 	}

@@ -69,6 +69,11 @@ const (
 	ProblemResponseOmitted = httprule.ResponseOmitted
 	// ProblemStoreUnavailable: 503, the idempotency store failed; retry.
 	ProblemStoreUnavailable = httprule.StoreUnavailable
+	// ProblemCommitRefused: 503 with Retry-After: 1, in place of the
+	// handler's answer: it ran, but the store refused to commit its outcome
+	// (idem.CommitRefused) and kept nothing of it; a retry with the same
+	// key runs it again.
+	ProblemCommitRefused = httprule.CommitRefused
 	// ProblemInternal: 500, the handler returned an error (not stored: a
 	// retry runs the handler again) or another internal failure.
 	ProblemInternal = httprule.Internal

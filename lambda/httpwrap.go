@@ -58,7 +58,8 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 
 // serve is the wrapper: take the key and the payload, run, map the answer.
 // The call is logged and observed once, by the runner, with the request
-// and the status answered (annotate).
+// and the status answered (annotate). The handler's own response is the
+// answer when it ran, unless its commit was refused (idem.CommitRefused).
 func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, error) {
 	req := w.request(ctx, event)
 	ctx = withTenant(ctx, lambdaTenant(ctx))
@@ -71,9 +72,15 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	var failed error // the handler's error, answered with a problem
 	var answered Resp
 	actx := idem.WithAnnotation(ctx, func(out idem.Outcome, err error) idem.Annotation {
+		if fresh != nil && out.Verdict == idem.CommitRefused {
+			// The handler's answer describes an outcome the store kept
+			// nothing of: a 503, so that the client's retry runs again.
+			fresh = nil
+		}
 		if fresh != nil {
 			// The handler ran in this call: its response is the truth,
-			// whether or not its outcome could be recorded.
+			// whether or not its outcome could be recorded (but for a
+			// commit refused, above).
 			status := w.fl.view(*fresh).StatusCode
 			a := idem.Annotation{Attrs: w.attrs(req, status)}
 			if failed != nil {

@@ -3,6 +3,7 @@ package idemotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,14 @@ const key = "evt:trace-1:notify"
 // StagedCompleter).
 type faulty struct {
 	*memstore.Store
-	acquireErr, completeErr error
+	acquireErr, completeErr, commitErr error
+}
+
+func (s *faulty) CompleteStaged(ctx context.Context, rec core.Record, staged []any) (core.Record, error) {
+	if s.commitErr != nil {
+		return core.Record{}, s.commitErr
+	}
+	return s.Store.CompleteStaged(ctx, rec, staged)
 }
 
 func (s *faulty) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
@@ -241,6 +249,15 @@ func traceCases() []traceCase {
 		{name: "outcome not recorded", setup: func(e *env) { e.store.completeErr = down },
 			run:     func(e *env) (idem.Outcome, error) { return e.do(`{}`, ok) },
 			verdict: idem.OutcomeNotRecorded, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
+		{name: "commit refused", setup: func(e *env) {
+			e.store.commitErr = fmt.Errorf("%w: %w", idem.ErrCommitRefused, core.MarkPermanent(errors.New("access denied to a staged write")))
+		},
+			run: func(e *env) (idem.Outcome, error) {
+				return e.do(`{}`, func(ctx context.Context) ([]byte, error) {
+					return []byte(`"sent"`), memstore.Stage(ctx, memstore.Write{Apply: func() {}})
+				})
+			},
+			verdict: idem.CommitRefused, attempts: 1, ops: []string{idem.OpAcquire, idem.OpCompleteStaged, idem.OpComplete}},
 		{name: "store failed", setup: func(e *env) { e.store.acquireErr = down },
 			run:     func(e *env) (idem.Outcome, error) { return e.do(`{}`, ok) },
 			verdict: idem.StoreFailed, ops: []string{idem.OpAcquire}},

@@ -137,12 +137,16 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 // armed, it forwards the next command that runs a script (EVALSHA or EVAL)
 // and, once the server has answered, closes the client's connection instead
 // of passing the answer on: a write applied by the server whose answer is
-// lost. Safe for concurrent use.
+// lost. With keep, it passes the answer's first keep bytes on first, and
+// with reset, it resets the connection instead of closing it: an answer
+// cut short. Safe for concurrent use; set keep and reset before use.
 type lossyProxy struct {
 	ln       net.Listener
 	upstream string
 	armed    atomic.Bool
 	dropped  atomic.Int32
+	keep     int
+	reset    bool
 }
 
 func startLossyProxy(t *testing.T, upstream string) *lossyProxy {
@@ -193,7 +197,11 @@ func (p *lossyProxy) relay(c net.Conn) {
 			}
 			if drop.Load() {
 				p.dropped.Add(1)
-				c.Close() // the answer is lost
+				_, _ = c.Write(buf[:min(n, p.keep)])
+				if tc, ok := c.(*net.TCPConn); ok && p.reset {
+					_ = tc.SetLinger(0) // close sends RST
+				}
+				c.Close() // the answer is lost, or cut short
 				return
 			}
 			if _, err := c.Write(buf[:n]); err != nil {

@@ -186,11 +186,23 @@ func CloseConn() http.Handler {
 // Truncated sends resp's status line and headers, with the Content-Length of
 // its whole body, then only the body's first n bytes (at most all but one),
 // and closes the connection: the client reads an unexpected EOF.
-func Truncated(resp Response, n int) http.Handler {
+func Truncated(resp Response, n int) http.Handler { return cut(resp, n, false) }
+
+// ResetMidBody is Truncated, but the connection is reset (TCP RST) after
+// the body's first n bytes instead of closed: the client reads "connection
+// reset by peer" in the middle of the body.
+func ResetMidBody(resp Response, n int) http.Handler { return cut(resp, n, true) }
+
+// cut sends resp with its body cut after n bytes, then closes the
+// connection, or resets it.
+func cut(resp Response, n int, reset bool) http.Handler {
 	n = max(0, min(n, len(resp.Body)-1))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn := hijack(w, r)
 		defer conn.Close()
+		if tc, ok := conn.(*net.TCPConn); ok && reset {
+			_ = tc.SetLinger(0) // close sends RST
+		}
 		h := resp.Header.Clone()
 		if h == nil {
 			h = http.Header{}

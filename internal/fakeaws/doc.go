@@ -35,7 +35,8 @@
 // Transport faults: Reset (the connection is reset after the request is
 // read), CloseConn (closed before any response byte: the client reads EOF),
 // Truncated (the headers and part of the body, then the connection closes:
-// the client reads an unexpected EOF), and Hang (no answer until the client
+// the client reads an unexpected EOF), ResetMidBody (the same, then a reset:
+// the client reads a connection reset mid-body), and Hang (no answer until the client
 // gives up or the server closes; for client timeouts and context deadlines).
 //
 // A Server is safe for concurrent use; the answers are stateless.

@@ -177,6 +177,7 @@ func TestTransportFaults(t *testing.T) {
 		{"Reset", Reset(), http.DefaultClient, func(err error) bool { return errors.Is(err, syscall.ECONNRESET) }},
 		{"CloseConn", CloseConn(), http.DefaultClient, func(err error) bool { return errors.Is(err, io.EOF) }},
 		{"Truncated", Truncated(ok, 5), http.DefaultClient, func(err error) bool { return errors.Is(err, io.ErrUnexpectedEOF) }},
+		{"ResetMidBody", ResetMidBody(ok, 5), http.DefaultClient, func(err error) bool { return errors.Is(err, syscall.ECONNRESET) }},
 		{"Hang", Hang(), &http.Client{Timeout: 50 * time.Millisecond}, func(err error) bool {
 			var te interface{ Timeout() bool }
 			return errors.As(err, &te) && te.Timeout()

@@ -38,6 +38,7 @@ const (
 	RetriesExhausted = "retries-exhausted"       // 500
 	ResponseOmitted  = "response-not-replayable" // 500
 	StoreUnavailable = "store-unavailable"       // 503
+	CommitRefused    = "commit-refused"          // 503
 	Internal         = "internal-error"          // 500
 )
 
@@ -73,6 +74,7 @@ var specs = map[string]spec{
 	RetriesExhausted: {http.StatusInternalServerError, "Retries exhausted", "Requests with this Idempotency-Key failed with errors to retry (5xx, 408, 429) too often; it will not run again. Use a new key."},
 	ResponseOmitted:  {http.StatusInternalServerError, "Response cannot be replayed", "This request succeeded earlier, but its response was not kept (too large, or streamed), so it cannot be replayed."},
 	StoreUnavailable: {http.StatusServiceUnavailable, "Service unavailable", "The idempotency store failed; retry."},
+	CommitRefused:    {http.StatusServiceUnavailable, "Request not committed", "The request ran, but the store refused to commit its outcome and kept nothing of it; retry with the same Idempotency-Key to run it again."},
 	Internal:         {http.StatusInternalServerError, "Internal error", ""},
 }
 
@@ -134,9 +136,11 @@ func keyAnswer(typ string, parts []KeyPart, v idem.Verdict) Answer {
 }
 
 // Refusal returns the answer to a call whose handler did not run in it and
-// that is not a replay of a stored response, from the runner's verdict and
-// error; now is the wrapper's clock, for Retry-After; parts are the
-// sources of the request's key, which the answer names.
+// that is not a replay of a stored response, or whose handler's answer is
+// not to be given (idem.CommitRefused: its commit was refused, nothing
+// kept), from the runner's verdict and error; now is the wrapper's clock,
+// for Retry-After; parts are the sources of the request's key, which the
+// answer names.
 func Refusal(v idem.Verdict, err error, now time.Time, parts []KeyPart) Answer {
 	var detail string
 	if err != nil {
@@ -160,6 +164,10 @@ func Refusal(v idem.Verdict, err error, now time.Time, parts []KeyPart) Answer {
 		return NewAnswer(InvalidKey, detail, v)
 	case idem.InvalidPayload:
 		return NewAnswer(InvalidBody, detail, v)
+	case idem.CommitRefused:
+		a := NewAnswer(CommitRefused, "", v)
+		a.Header["Retry-After"] = "1"
+		return a
 	case idem.StoreFailed, idem.FailedTransiently:
 		if core.Classify(err, core.DefaultClassifiers...) == core.Transient {
 			a := NewAnswer(StoreUnavailable, "", v)

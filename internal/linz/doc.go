@@ -33,8 +33,10 @@
 // records them. Every call is recorded in a History with the wall-clock
 // times of its call and return. The fault kit's faults (storetest.Fault)
 // are injected at random (Faults): into the DynamoDB client's HTTP
-// requests in DynamoDB's own shapes (Transport), into the Redis client's
-// commands (RedisHook), or around memstore's calls (Target.Faults). A write
+// requests in DynamoDB's own shapes (Transport; half the lost answers and
+// half the throttles come cut short, their body ending early at whatever
+// status), into the Redis client's commands (RedisHook; half the lost
+// answers cut short), or around memstore's calls (Target.Faults). A write
 // whose answer is a transient error may or may not have been applied: the
 // history gives it no end (Pending), so that porcupine may place it at any
 // point after its call, or after every other call (never). A read whose

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing/iotest"
 
 	"github.com/redis/go-redis/v9"
 
@@ -94,11 +95,27 @@ func (f *Faults) Counts() map[storetest.Fault]int {
 	return out
 }
 
+// cut reports whether the answer of a request that got a lost answer or a
+// throttle comes cut short (its body ends early, at whatever status) rather
+// than not at all, or whole: half of them, drawn from the seeded source.
+func (f *Faults) cut() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rng.IntN(2) == 0
+}
+
 // faultError is the network error a client meets for fault: a refused
-// connection, or a read that timed out (the answer lost, or never sent).
-func faultError(fault storetest.Fault) error {
-	if fault == storetest.FailBefore {
+// connection, or a read that timed out (the answer lost, or never sent),
+// or with cut, a reply whose connection closed before its end.
+func faultError(fault storetest.Fault, cut bool) error {
+	switch {
+	case fault == storetest.FailBefore:
 		return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	case cut:
+		return io.ErrUnexpectedEOF
 	}
 	return &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 }
@@ -107,9 +124,11 @@ func faultError(fault storetest.Fault) error {
 // Faults into the data-plane requests (GetItem and BatchGetItem reads;
 // PutItem, UpdateItem, DeleteItem and TransactWriteItems writes), as DynamoDB and the network
 // answer them: a refused connection, HTTP 400
-// ProvisionedThroughputExceededException (fakeaws.DynamoDBError), a read
-// timeout before the request is sent, or the request sent and answered and
-// its answer replaced by a read timeout. Other requests (CreateTable) pass.
+// ProvisionedThroughputExceededException (fakeaws.DynamoDBError), whole or
+// with its body cut short, a read timeout before the request is sent, or
+// the request sent and answered and its answer replaced by a read timeout
+// or cut short (the server's status and headers, then half its body).
+// Other requests (CreateTable) pass.
 type Transport struct {
 	Inner  http.RoundTripper
 	Faults *Faults
@@ -132,19 +151,36 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.Inner.RoundTrip(req)
 	case storetest.Throttled:
 		drain(req)
-		return answer(req, fakeaws.DynamoDBError(400, "ProvisionedThroughputExceededException", "linz: injected throttle")), nil
+		resp := answer(req, fakeaws.DynamoDBError(400, "ProvisionedThroughputExceededException", "linz: injected throttle"))
+		if t.Faults.cut() {
+			cutShort(resp)
+		}
+		return resp, nil
 	case storetest.AnswerLost:
 		resp, err := t.Inner.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
+		if t.Faults.cut() {
+			cutShort(resp)
+			return resp, nil
+		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
-		return nil, faultError(fault)
+		return nil, faultError(fault, false)
 	default:
 		drain(req)
-		return nil, faultError(fault)
+		return nil, faultError(fault, false)
 	}
+}
+
+// cutShort makes resp's body end halfway with the error net/http reports
+// for a connection closed before the Content-Length was read.
+func cutShort(resp *http.Response) {
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.ContentLength = int64(len(body))
+	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:len(body)/2]), iotest.ErrReader(io.ErrUnexpectedEOF)))
 }
 
 func drain(req *http.Request) {
@@ -170,7 +206,8 @@ func answer(req *http.Request, h http.Handler) *http.Response {
 // network does to a Redis client: a refused connection (for FailBefore, and
 // for Throttled, since Redis does not throttle), a read timeout before the
 // command is sent, or the command run and its answer replaced by a read
-// timeout. Give the client MaxRetries -1, or it retries on its own.
+// timeout or cut short (an unexpected EOF, as go-redis reads a reply whose
+// connection closed before its end). Give the client MaxRetries -1, or it retries on its own.
 type RedisHook struct{ Faults *Faults }
 
 // DialHook passes dials through.
@@ -199,7 +236,7 @@ func (h RedisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		case storetest.Throttled:
 			fault = storetest.FailBefore
 		}
-		err := faultError(fault)
+		err := faultError(fault, fault == storetest.AnswerLost && h.Faults.cut())
 		cmd.SetErr(err)
 		return err
 	}

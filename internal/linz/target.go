@@ -175,5 +175,5 @@ func (t *Target) inject(op Op, apply func() error) error {
 	if fault == storetest.AnswerLost {
 		_ = apply()
 	}
-	return core.MarkTransient(fmt.Errorf("linz: %s: injected %s: %w", op.Kind, fault, faultError(fault)))
+	return core.MarkTransient(fmt.Errorf("linz: %s: injected %s: %w", op.Kind, fault, faultError(fault, false)))
 }

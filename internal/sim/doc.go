@@ -81,7 +81,8 @@
 //     ErrKeyReused (only if another payload ever held the key),
 //     ErrRetriesExhausted, ErrTransientFailure, a permanent failure (a
 //     replayed one only if one was recorded), ErrOutcomeNotRecorded or
-//     ErrLeaseLost, a store error (injected or the context's), or a crash. A
+//     ErrLeaseLost, ErrCommitRefused (only if the store accepted no success
+//     from the call), a store error (injected or the context's), or a crash. A
 //     new result must be one the store accepted from this call; a replayed
 //     result must be one the store accepted for this key and payload.
 //  5. Attempts: the handler tries of a key in one record lifetime, across
@@ -108,8 +109,8 @@
 //  11. HandlerContext: no handler's context is live once another execution
 //     of its key has started (renewal must cancel it before its lease ends).
 //  12. Staged: a try's staged writes land if and only if its success is
-//     recorded, and once; a commit refused by a staged write's own condition
-//     lands none.
+//     recorded, and once; a commit refused by a staged write's own condition,
+//     or as a whole (a hot item: idem.ErrCommitRefused), lands none.
 //  13. ReplayExact: a result returned, new or replayed (from the store, the
 //     blob store or a runner's cache), is byte for byte the one recorded, or
 //     the call fails with a typed error; a result is omitted only where the

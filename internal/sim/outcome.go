@@ -38,6 +38,10 @@ func (s *simulation) checkOutcome(c *call, out idem.Outcome, err error) outClass
 		if errors.As(err, &fe) && fe.Replayed && !ks.permanent {
 			s.violate(Outcome, ks, "delivery %d replayed a permanent failure that was never recorded: %v", c.d.id, err)
 		}
+	case outCommitRefused:
+		if c.success != "" {
+			s.violate(Outcome, ks, "delivery %d was told its commit was refused, but the store accepted its success %s", c.d.id, c.success)
+		}
 	case outOther:
 		s.violate(Outcome, ks, "delivery %d ended with an undocumented error: %v", c.d.id, err)
 	}
@@ -88,6 +92,7 @@ const (
 	outExhausted
 	outTransient
 	outNotRecorded
+	outCommitRefused
 	outStoreError
 	outOther
 )
@@ -97,6 +102,8 @@ func classify(err error) outClass {
 	switch {
 	case err == nil:
 		return outSuccess
+	case errors.Is(err, idem.ErrCommitRefused):
+		return outCommitRefused
 	case errors.Is(err, idem.ErrOutcomeNotRecorded) || errors.Is(err, idem.ErrLeaseLost):
 		return outNotRecorded
 	case errors.Is(err, core.ErrInProgress):
@@ -124,7 +131,7 @@ func (st *Stats) count(c outClass, out idem.Outcome) {
 	}
 	p := [...]*int{outSuccess: &st.Successes, outReplay: &st.Replays, outInProgress: &st.InProgress,
 		outKeyReused: &st.KeyReused, outPermanent: &st.Permanent, outExhausted: &st.Exhausted,
-		outTransient: &st.Transient, outNotRecorded: &st.NotRecorded, outStoreError: &st.StoreErrors,
+		outTransient: &st.Transient, outNotRecorded: &st.NotRecorded, outCommitRefused: &st.CommitRefused, outStoreError: &st.StoreErrors,
 		outOther: &st.Undocumented}
 	if c != outCrash {
 		*p[c]++

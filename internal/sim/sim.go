@@ -52,10 +52,10 @@ type Stats struct {
 	// The rest count calls by how they ended: a new success, a replay, in
 	// progress, key reused, a permanent failure (new or replayed), retries
 	// exhausted, a transient failure, the outcome not recorded (or the lease
-	// lost), a store error, an undocumented error.
+	// lost), the commit refused, a store error, an undocumented error.
 	Successes, Replays, InProgress, KeyReused, Permanent int
-	Exhausted, Transient, NotRecorded, StoreErrors       int
-	Undocumented                                         int
+	Exhausted, Transient, NotRecorded, CommitRefused     int
+	StoreErrors, Undocumented                            int
 	// StaleRefused counts completions refused to a holder that lost its
 	// lease; OverrunOverlaps, tries started beside an overrunning one.
 	StaleRefused, OverrunOverlaps int
@@ -68,8 +68,9 @@ type Stats struct {
 	Renewals, LeasesLost int
 	// Staged counts tries that staged writes; StagedLanded, those whose
 	// writes landed with their success; StagedRefused, commits refused by
-	// a staged write's own condition.
-	Staged, StagedLanded, StagedRefused int
+	// a staged write's own condition; StagedThrottled, commits throttled
+	// (refused as a whole: idem.ErrCommitRefused).
+	Staged, StagedLanded, StagedRefused, StagedThrottled int
 	// LargeResults counts large results recorded; BlobFaults, faults
 	// injected into the blob store.
 	LargeResults, BlobFaults int

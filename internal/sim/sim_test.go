@@ -97,7 +97,9 @@ func runWith(t *testing.T, cfg sim.Config, prefix string) sim.Result {
 func TestSim(t *testing.T) {
 	cfg := memConfig(t, 1, 100000, sim.AllFaults(), sim.Mixed()...)
 	cfg.Draw = 8
-	run(t, cfg)
+	if res := run(t, cfg); res.Stats.CommitRefused == 0 {
+		t.Errorf("no commit refused in %d deliveries: the run does not exercise it", res.Deliveries)
+	}
 }
 
 // TestSimShortRetention: records retained one minute, leases of 15 minutes.

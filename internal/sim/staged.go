@@ -16,6 +16,10 @@ type stagedTry struct {
 	id      string // the try's name for the Stager
 	n       int    // writes staged
 	refused bool   // the last one's condition fails at the commit
+	// hot: every commit meets a conflicting transaction on a hot staged
+	// item (never with refused), as DynamoDB answers it: refused as a
+	// whole, nothing written (idem.ErrCommitRefused).
+	hot bool
 }
 
 // stage stages, now and then, one or two writes of the try, to be
@@ -27,6 +31,7 @@ func (c *call) stage(ctx context.Context, tr *try) error {
 		return nil
 	}
 	st := &stagedTry{id: fmt.Sprintf("try-%d", tr.id), n: 1 + s.rng.IntN(2), refused: s.chance(sv.StageRefused)}
+	st.hot = !st.refused && s.chance(sv.StageRefused)
 	if err := s.cfg.Stager.Stage(ctx, st.id, st.n, st.refused); err != nil {
 		return err
 	}
@@ -58,12 +63,23 @@ func (f *faultStore) CompleteStaged(ctx context.Context, rec core.Record, staged
 	}
 	st := c.staged
 	before := f.s.landed(c, st)
-	return faultWrite(f, r, "complete", func(ictx context.Context) (core.Record, error) {
+	got, err := faultWrite(f, r, "complete", func(ictx context.Context) (core.Record, error) {
+		if st != nil && st.hot {
+			return core.Record{}, injected("complete", faultThrottle)
+		}
 		return sc.CompleteStaged(ictx, rec, staged)
 	}, func(got core.Record, err error, _ bool) {
 		f.s.afterComplete(c, rec, got, err)
 		f.s.checkStaged(c, st, before, err)
 	})
+	var ie *InjectedError
+	if errors.As(err, &ie) && ie.Kind == "throttled" {
+		// A throttled or conflicting transaction (a hot item), as ddbstore
+		// answers it: the commit refused, nothing written.
+		f.s.stats.StagedThrottled++
+		err = fmt.Errorf("%w: %w", idem.ErrCommitRefused, err)
+	}
+	return got, err
 }
 
 // landed returns how many of st's writes landed.
