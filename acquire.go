@@ -48,6 +48,9 @@ func (c *call) claim(prev *core.Record, now time.Time, p core.Policy) (core.Reco
 	if err == nil && replaced != nil {
 		c.tookOver = core.Decide(c.key, replaced, c.fp, now, p).Takeover
 	}
+	if err == nil {
+		c.hint(rec.LeaseUntil)
+	}
 	return rec, err
 }
 

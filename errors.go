@@ -10,6 +10,13 @@ var (
 	// or the per-call attempt limit left no room for another try; the
 	// record allows a later delivery to execute again.
 	ErrTransientFailure = errors.New("idem: transient failure, retry later")
+	// ErrUnclassifiedFailure: the handler failed with an error that no
+	// mark and no classifier knows (core.Unclassified: an ordinary error).
+	// It was not retried in the call; the record allows a later delivery
+	// to execute again. Mark or classify the error (core.MarkPermanent,
+	// core.MarkTransient, WithClassifiers) to say what it is, or make such
+	// errors permanent with WithUnclassifiedPermanent.
+	ErrUnclassifiedFailure = errors.New("idem: unclassified handler error, not retried in the call; a later delivery runs again")
 	// ErrOutcomeNotRecorded: the handler finished but its outcome could not
 	// be written to the store within the deadline. The key stays in
 	// progress until its lease ends; then a later delivery takes it over

@@ -76,7 +76,7 @@ func ExampleStep() {
 	fmt.Printf("result %s, attempts %d, err %v\n", out.Result, out.Attempts, err)
 	fmt.Println("charges:", charges, "email tries:", emails)
 	// Output:
-	// result ch_33a57197, attempts 2, err <nil>
+	// result ch_33a57197, attempts 1, err <nil>
 	// charges: 1 email tries: 2
 }
 

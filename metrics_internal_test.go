@@ -83,7 +83,9 @@ func verdictNamed(name string) Verdict {
 func TestNewCountsByDefaultInLambda(t *testing.T) {
 	defer func(g func(string) string) { osGetenv = g }(osGetenv)
 	osGetenv = env(map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "orders-consumer"})
-	failing := func(context.Context) ([]byte, error) { return nil, errors.New("smtp: 550 mailbox unavailable") }
+	failing := func(context.Context) ([]byte, error) {
+		return nil, core.MarkPermanent(errors.New("smtp: 550 mailbox unavailable"))
+	}
 	for _, tc := range []struct {
 		name    string
 		opts    []Option

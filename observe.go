@@ -141,12 +141,14 @@ func (r *Runner) unprotected(ctx context.Context, fn Handler) (Outcome, error) {
 		return Outcome{}, errors.New("idem: nil handler")
 	}
 	result, err := fn(ctx)
-	switch {
-	case err == nil:
-	case r.classify(ctx, err) == core.Transient:
-		return Outcome{Attempts: 1}, fmt.Errorf("%w after 1 attempt (unprotected): %w", ErrTransientFailure, err)
-	default:
-		return Outcome{Attempts: 1}, &core.FailureError{Message: err.Error(), Attempts: 1, Err: err}
+	if err == nil {
+		return Outcome{Verdict: Executed, Result: result, Attempts: 1}, nil
 	}
-	return Outcome{Verdict: Executed, Result: result, Attempts: 1}, nil
+	switch class := r.classify(ctx, err); {
+	case class == core.Transient:
+		return Outcome{Attempts: 1}, fmt.Errorf("%w after 1 attempt (unprotected): %w", ErrTransientFailure, err)
+	case class == core.Unclassified && !r.cfg.unclassifiedPermanent:
+		return Outcome{Attempts: 1}, fmt.Errorf("%w after 1 attempt (unprotected): %w", ErrUnclassifiedFailure, err)
+	}
+	return Outcome{Attempts: 1}, &core.FailureError{Message: err.Error(), Attempts: 1, Err: err}
 }

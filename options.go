@@ -19,8 +19,10 @@ const (
 	DefaultLeaseMargin = 5 * time.Second
 	// DefaultLease is the lease used when the context has no deadline.
 	DefaultLease = 15 * time.Minute
-	// DefaultMaxAttempts bounds the executions of one key across all
-	// deliveries.
+	// DefaultMaxAttempts bounds the executions of one key across
+	// deliveries where the call's event source bounds nothing itself: a
+	// direct call of Runner.Do, an HTTP request, a stream's record (see
+	// WithMaxAttempts and ContextWithSourceLimit).
 	DefaultMaxAttempts = 5
 	// DefaultAttemptsPerCall bounds the in-process executions of one call.
 	DefaultAttemptsPerCall = 3
@@ -45,7 +47,7 @@ type config struct {
 	retention       time.Duration
 	leaseMargin     time.Duration
 	defaultLease    time.Duration
-	maxAttempts     int
+	maxAttempts     int // WithMaxAttempts's; 0: not given (see attemptLimit)
 	attemptsPerCall int
 	base, max       time.Duration
 	completeTries   int
@@ -67,6 +69,8 @@ type config struct {
 	wait            time.Duration
 	renewEvery      time.Duration // WithLeaseRenewal; 0: off
 	selection       core.Selection
+
+	unclassifiedPermanent bool // WithUnclassifiedPermanent
 }
 
 // WithRetention sets how long records are kept (positive).
@@ -100,8 +104,19 @@ func WithLease(margin, withoutDeadline time.Duration) Option {
 }
 
 // WithMaxAttempts bounds the executions of one key across deliveries (at
-// least 1). Once transient failures have used them up, the key is rejected
-// with core.ErrRetriesExhausted.
+// least 1), for every call of the runner, whatever its event source. An
+// execution is one call that runs the handler (its in-process retries,
+// WithRetry, are part of it), or a holder that crashed or timed out
+// holding the key. Once retryable failures (transient or unclassified) and
+// crashes have used them up, the key is rejected with
+// core.ErrRetriesExhausted.
+//
+// Without it, the bound follows the call's event source: none where the
+// source limits its deliveries itself (ContextWithSourceLimit: the SQS and
+// SNS wrappers), so that a queue's maxReceiveCount is the limit, and
+// DefaultMaxAttempts elsewhere (direct calls, HTTP requests, streams),
+// which keeps a key whose holders keep crashing bounded where nothing else
+// bounds it.
 func WithMaxAttempts(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
@@ -127,13 +142,32 @@ func WithRetry(attemptsPerCall int, base, maxDelay time.Duration) Option {
 
 // WithClassifiers replaces the chain that classifies handler errors not
 // explicitly marked with core.MarkTransient or core.MarkPermanent (default
-// core.DefaultClassifiers). Errors no classifier knows are permanent. A store
-// that is an ErrorClassifier (ddbstore) is asked before this chain, so what
-// its platform says is retryable stays transient; over another store, add
-// such a classifier here (awsclassify.Classifiers for AWS errors).
+// core.DefaultClassifiers). An error no classifier knows is unclassified
+// (core.Unclassified): recorded as a retryable failure without an
+// in-process retry, for the event source to deliver again
+// (FailedUnclassified), unless WithUnclassifiedPermanent. A store that is
+// an ErrorClassifier (ddbstore) is asked before this chain, so what its
+// platform says is retryable stays transient; over another store, add such
+// a classifier here (awsclassify.Classifiers for AWS errors).
 func WithClassifiers(chain ...core.Classifier) Option {
 	return func(c *config) error {
 		c.classifiers = append([]core.Classifier(nil), chain...)
+		return nil
+	}
+}
+
+// WithUnclassifiedPermanent makes a handler error that is neither marked
+// nor known to a classifier (core.Unclassified: an ordinary error) a
+// permanent failure, recorded and replayed (FailedPermanently, then
+// ReplayedFailure): the handler runs once per key, and a queue's redrive
+// policy moves the message to its dead-letter queue without another run.
+// This was idem's rule before the default became "an error is retried
+// unless it is known to be permanent": by default an unclassified error is
+// recorded as a retryable failure, not retried in the call, and run again
+// by the next delivery (FailedUnclassified).
+func WithUnclassifiedPermanent() Option {
+	return func(c *config) error {
+		c.unclassifiedPermanent = true
 		return nil
 	}
 }

@@ -48,8 +48,8 @@ const MinLeaseRenewal = time.Millisecond
 // lease token); otherwise the verdict is OutcomeNotRecorded (ErrLeaseLost).
 //
 // In-process retries and completion retries must fit in the lease held when
-// the try ends (its end less the margin): a next try gets a fresh lease and
-// its own renewals.
+// the try ends (its end less the margin): a next try runs under the same
+// reservation and renews that lease.
 func WithLeaseRenewal(interval time.Duration) Option {
 	return func(c *config) error {
 		if interval < MinLeaseRenewal {
@@ -91,14 +91,6 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// freshLease gives, with renewal on, the next reservation of the call a
-// lease that starts at now (without renewal the call keeps its window).
-func (c *call) freshLease(now time.Time) {
-	if c.r.cfg.renewEvery > 0 {
-		c.w = c.r.renewWindow(c.ctx, now)
-	}
 }
 
 // renewal renews the lease of one try in its own goroutine. The goroutine
@@ -143,10 +135,12 @@ func (c *call) renew(rec core.Record) (*renewal, context.Context) {
 }
 
 // end ends the try of rn (nil: renewal is off, nothing to end): it stops
-// the renewals, waits for them, moves the call's window to the lease held,
-// and returns the try's result and error (an error marked to be retried by
-// a later delivery, wrapping the cause, if the lease was lost).
-func (rn *renewal) end(result []byte, err error) ([]byte, error) {
+// the renewals, waits for them, moves the call's window and rec, the
+// call's reservation, to the lease held (so that a next try in the call
+// renews that lease), and returns the try's result and error (an error
+// marked to be retried by a later delivery, wrapping the cause, if the
+// lease was lost).
+func (rn *renewal) end(rec *core.Record, result []byte, err error) ([]byte, error) {
 	if rn == nil {
 		return result, err
 	}
@@ -155,6 +149,7 @@ func (rn *renewal) end(result []byte, err error) ([]byte, error) {
 	rn.cancel(nil)
 	c := rn.c
 	c.storeCalls, c.storeTime = c.storeCalls+rn.calls, c.storeTime+rn.spent
+	rec.LeaseUntil, rec.ExpiresAt, rec.UpdatedAt = rn.rec.LeaseUntil, rn.rec.ExpiresAt, rn.rec.UpdatedAt
 	var lost error
 	c.w, lost = rn.window()
 	if lost != nil && err != nil {

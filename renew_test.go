@@ -287,29 +287,44 @@ func TestRenewalEndsWithAPanic(t *testing.T) {
 	}
 }
 
-// TestRetryGetsAFreshLease: an in-process retry's reservation has a lease
-// from its own start, renewed in turn.
-func TestRetryGetsAFreshLease(t *testing.T) {
+// TestRetryRenewsTheLeaseHeld: an in-process retry runs under the call's
+// reservation (its token and attempt), with the lease the last renewal
+// left, and renews that lease in turn.
+func TestRetryRenewsTheLeaseHeld(t *testing.T) {
 	f := newRenewFixture(t, idem.WithRetryReserve(0), idem.WithBackoff(func(int, float64) time.Duration { return 0 }))
 	key := "evt:renew:retry"
-	var leases []time.Time
+	var held []core.Record
 	runs := 0
 	out, err := f.r.Do(context.Background(), key, []byte(`{}`), func(ctx context.Context) ([]byte, error) {
 		runs++
-		leases = append(leases, f.lease(key))
+		rec, err := f.store.Get(context.Background(), key, f.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, rec)
+		step := every // to the first renewal, one interval after the reservation
+		if runs > 1 {
+			step = every - 3*time.Second // to the next, one interval after the last
+		}
+		if err := f.run(ctx, 1, step); err != nil {
+			return nil, err
+		}
 		if runs == 1 {
-			if err := f.run(ctx, 1, every); err != nil {
-				return nil, err
-			}
 			f.clock.Advance(3 * time.Second) // before the next renewal is due
 			return nil, core.MarkTransient(errors.New("flaky"))
 		}
 		return []byte(`2`), nil
 	})
-	if err != nil || out.Verdict != idem.Executed || runs != 2 {
-		t.Fatalf("Do = %s, %v after %d runs; want executed after 2", out.Verdict, err, runs)
+	if err != nil || out.Verdict != idem.Executed || runs != 2 || out.Attempts != 1 {
+		t.Fatalf("Do = %+v, %v after %d runs; want executed at attempt 1 after 2 runs", out, err, runs)
 	}
-	if want := t0.Add(every + 3*time.Second).Add(term); len(leases) != 2 || !leases[1].Equal(want) {
-		t.Errorf("leases = %v, want the retry's until %s", leases, want)
+	if len(held) != 2 || held[1].LeaseToken != held[0].LeaseToken || held[1].Attempts != 1 || held[1].Status != core.StatusInProgress {
+		t.Fatalf("records at each try's start = %v, want the same reservation (token, attempt 1), in progress", held)
+	}
+	if want := t0.Add(every + term); !held[1].LeaseUntil.Equal(want) {
+		t.Errorf("the retry started with a lease until %s, want the first try's renewal's, %s", held[1].LeaseUntil, want)
+	}
+	if got, want := f.store.renewals(), []time.Time{t0.Add(every), t0.Add(2 * every)}; len(got) != 2 || !got[0].Equal(want[0]) || !got[1].Equal(want[1]) {
+		t.Errorf("renewals at %v, want %v: the retry renews the lease held, when its renewal is due", got, want)
 	}
 }

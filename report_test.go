@@ -84,7 +84,7 @@ func TestAnnotation(t *testing.T) {
 	})
 	fn := func(ctx context.Context) ([]byte, error) {
 		// A call of the handler's own, with the context it was given.
-		_, _ = f.runner.Do(ctx, "evt:inner:a", []byte(`{}`), func(context.Context) ([]byte, error) { return nil, errors.New("declined") })
+		_, _ = f.runner.Do(ctx, "evt:inner:a", []byte(`{}`), func(context.Context) ([]byte, error) { return nil, core.MarkPermanent(errors.New("declined")) })
 		return []byte(`1`), nil
 	}
 	if out, err := f.runner.Do(ctx, "evt:outer:a", []byte(`{}`), fn); err != nil || out.Verdict != idem.Executed {

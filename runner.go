@@ -8,14 +8,20 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/idemgo/idem/core"
 )
 
 // Handler is the work made idempotent: it returns the result to store and
-// replay, or an error. Mark errors with core.MarkTransient to have them
-// retried; unmarked errors that no classifier knows are permanent.
+// replay, or an error. An error is retried unless it is known to be
+// permanent: marked with core.MarkPermanent or classified permanent
+// (WithClassifiers) is recorded and replayed; marked with
+// core.MarkTransient or classified transient is retried in the call
+// (WithRetry); an error nobody classified is not retried in the call but
+// recorded as retryable, for a later delivery to run again
+// (FailedUnclassified; WithUnclassifiedPermanent makes it permanent).
 type Handler func(ctx context.Context) ([]byte, error)
 
 // Outcome is what Runner.Do reports for a call that returned a result.
@@ -28,8 +34,10 @@ type Outcome struct {
 	// Replayed reports that the result was read from the store and the
 	// handler did not run.
 	Replayed bool
-	// Attempts is the number of executions made for the key in all, across
-	// deliveries.
+	// Attempts is the number of executions of the key in all, across
+	// deliveries, this call's included: one per call that ran the handler
+	// (its in-process retries are part of it) and one per holder that
+	// crashed or timed out (see WithMaxAttempts).
 	Attempts int
 	// TookOver reports that this call took over an expired lease.
 	TookOver bool
@@ -71,7 +79,6 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		retention:       DefaultRetention,
 		leaseMargin:     DefaultLeaseMargin,
 		defaultLease:    DefaultLease,
-		maxAttempts:     DefaultMaxAttempts,
 		attemptsPerCall: DefaultAttemptsPerCall,
 		base:            DefaultBackoffBase,
 		max:             DefaultBackoffMax,
@@ -108,10 +115,10 @@ func New(store Store, opts ...Option) (*Runner, error) {
 		c.logger = DefaultLogger()
 	}
 	r := &Runner{store: store, cfg: c}
-	r.handlerChain, r.storeChain = c.classifiers, core.DefaultClassifiers
+	r.handlerChain, r.storeChain = slices.Concat(c.classifiers, []core.Classifier{ownClass}), core.DefaultClassifiers
 	if pc, ok := store.(ErrorClassifier); ok {
 		platform := []core.Classifier{pc.ClassifyError}
-		r.handlerChain = append(platform, c.classifiers...)
+		r.handlerChain = slices.Concat(platform, c.classifiers, []core.Classifier{ownClass})
 		r.storeChain = append(platform, core.DefaultClassifiers...)
 	}
 	r.cfg.tracer = c.tracerOrObserver()
@@ -156,9 +163,10 @@ func HashKey(key string) string {
 // and record the outcome. A duplicate call gets the stored outcome with
 // Replayed set and fn does not run; one that finds the key in progress gets
 // *core.InProgressError at once, or with WithWait, waits a bounded time for
-// the outcome. Every execution is recorded in the store
-// before it starts, in-process retries included, so WithMaxAttempts bounds
-// the executions of a key even when holders crash.
+// the outcome. Every execution is recorded in the store before it starts
+// (its reservation), so the bound of a key's executions
+// (WithMaxAttempts) holds even when holders crash; in-process retries run
+// under the same reservation and are one execution.
 //
 // Each call is logged once, at its verdict's level (Verdict.Level), and
 // observed once (WithObserver), with what ctx's annotation adds
@@ -167,11 +175,11 @@ func HashKey(key string) string {
 // Errors, checked with errors.Is or errors.As: core.ErrInvalidKey,
 // core.ErrInvalidPayload, core.ErrKeyReused, *core.InProgressError (core.ErrInProgress),
 // *core.FailureError (core.ErrPermanentFailure, new or replayed), core.ErrRetriesExhausted,
-// ErrTransientFailure (a later delivery may run again), ErrOutcomeNotRecorded
-// and ErrLeaseLost (fn ran, its outcome could not be recorded),
-// ErrCommitRefused (fn succeeded, the store refused its commit and wrote
-// nothing: a retryable failure is recorded in its place), and the store's
-// own errors.
+// ErrTransientFailure and ErrUnclassifiedFailure (a later delivery may run
+// again), ErrOutcomeNotRecorded and ErrLeaseLost (fn ran, its outcome could
+// not be recorded), ErrCommitRefused (fn succeeded, the store refused its
+// commit and wrote nothing: a retryable failure is recorded in its place),
+// and the store's own errors.
 func (r *Runner) Do(ctx context.Context, key string, payload []byte, fn Handler) (Outcome, error) {
 	ctx, annotate := takeAnnotation(ctx)
 	c := r.newCall(ctx, key)
@@ -215,9 +223,11 @@ type call struct {
 	storeCalls int
 	storeTime  time.Duration
 	// waitUntil is when the call's wait ends (zero: no wait); waited
-	// reports that it waited (see wait.go).
+	// reports that it waited; flight is the flight it leads, if any (see
+	// wait.go).
 	waitUntil time.Time
 	waited    bool
+	flight    *flight
 	// staged holds the writes the last try staged (Stage), committed with
 	// its success.
 	staged []any
@@ -228,6 +238,8 @@ type call struct {
 	// reported marks a verdict reported without Do (Report): it has no
 	// duration.
 	reported bool
+
+	maxAttempts int // the bound of the key's executions (attemptLimit)
 }
 
 func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
@@ -242,6 +254,7 @@ func (c *call) do(payload []byte, fn Handler) (Outcome, error) {
 		return Outcome{}, err
 	}
 	c.fp = fp
+	c.maxAttempts = c.attemptLimit()
 	now := c.r.cfg.now()
 	if out, err, ok := c.r.cache.lookup(c.key, fp, now); ok {
 		return out, err
@@ -312,7 +325,7 @@ func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record,
 // answers Execute on it.
 func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 	cfg := &c.r.cfg
-	policy := core.Policy{MaxAttempts: cfg.maxAttempts}
+	policy := c.policy()
 	var prev *core.Record
 	for round := 0; ; round++ {
 		rec, err := c.claim(prev, now, policy)
@@ -329,6 +342,7 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 		existing := ce.Existing
 		d := core.Decide(c.key, &existing, c.fp, now, policy)
 		if d.Action == core.InProgress {
+			c.hint(d.RetryAt)
 			existing, d, now = c.await(existing, d, now)
 		}
 		c.r.progress.observe(c.key, existing, now)
@@ -372,13 +386,13 @@ func (c *call) executeHeld(rec core.Record, fn Handler) (Outcome, error) {
 }
 
 // execute runs fn under the reservation rec until it succeeds, fails
-// permanently, or no further try fits; each further try is recorded in the
-// store before it runs.
+// permanently, or no further try fits. Its tries are one execution of the
+// key: each further try runs under the same reservation (lease token and
+// attempt), after a backoff, with nothing written in between.
 func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
 	cfg := &c.r.cfg
-	first := rec.Attempts
 	var longest time.Duration
-	for {
+	for tries := 1; ; tries++ {
 		start := cfg.now()
 		result, herr := c.try(&rec, fn)
 		now := cfg.now()
@@ -397,35 +411,76 @@ func (c *call) execute(rec core.Record, fn Handler) (Outcome, error) {
 		if core.NoRecord(herr) {
 			return c.noRecord(rec, herr, now)
 		}
-		if c.r.classify(c.ctx, herr) != core.Transient {
-			ferr := &core.FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
-			return c.fail(rec, herr, false, now, ferr)
+		// Only a transient error is tried again in the call.
+		class := c.r.classify(c.ctx, herr)
+		if class != core.Transient {
+			return c.stop(rec, herr, class, now)
 		}
-		if rec.Attempts >= cfg.maxAttempts {
-			return c.fail(rec, herr, true, now, fmt.Errorf("%w after %d attempts: %w", core.ErrRetriesExhausted, rec.Attempts, herr))
-		}
-		outErr := fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
-		delay, ok := c.nextTry(rec.Attempts-first+1, herr, now, longest)
+		delay, ok := c.nextTry(tries, herr, now, longest)
 		if !ok {
-			return c.fail(rec, herr, true, now, outErr)
+			return c.stop(rec, herr, class, now)
 		}
-		next, err := c.retry(rec, herr, now, delay)
-		if err != nil {
-			return c.outcome(rec, nil), errors.Join(outErr, err)
+		c.r.logRetry(c.ctx, rec, herr, delay)
+		if cfg.sleep(c.ctx, delay) != nil {
+			return c.stop(rec, herr, core.Transient, cfg.now())
 		}
-		rec = next
 	}
+}
+
+// stop records the failure of the call's last try (herr, of class) and
+// returns the call's answer: a permanent failure for an error known to be
+// permanent (or an unclassified one under WithUnclassifiedPermanent);
+// otherwise a retryable failure, for a later delivery to run again, unless
+// the key's executions reached their bound (core.ErrRetriesExhausted).
+func (c *call) stop(rec core.Record, herr error, class core.Class, now time.Time) (Outcome, error) {
+	if class == core.Unclassified && c.r.cfg.unclassifiedPermanent {
+		class = core.Permanent
+	}
+	var outErr error
+	switch {
+	case class == core.Permanent:
+		ferr := &core.FailureError{Message: herr.Error(), Attempts: rec.Attempts, Err: herr}
+		return c.fail(rec, herr, false, now, ferr)
+	case rec.Attempts >= c.maxAttempts:
+		outErr = fmt.Errorf("%w after %d attempts: %w", core.ErrRetriesExhausted, rec.Attempts, herr)
+	case class == core.Unclassified:
+		outErr = fmt.Errorf("%w after %d attempts: %w", ErrUnclassifiedFailure, rec.Attempts, herr)
+	default:
+		outErr = fmt.Errorf("%w after %d attempts: %w", ErrTransientFailure, rec.Attempts, herr)
+	}
+	return c.fail(rec, herr, true, now, outErr)
 }
 
 // classify is the class of a handler error. Cancellation of ctx is no verdict
 // on the handler: the error is transient (and nextTry allows no retry in
 // this call). Otherwise explicit marks win, then the store's platform
-// classifier (ErrorClassifier), then the runner's chain.
+// classifier (ErrorClassifier), then the runner's chain, then idem's own
+// errors (ownClass).
 func (r *Runner) classify(ctx context.Context, herr error) core.Class {
 	if ctx.Err() != nil || errors.Is(herr, context.Canceled) {
 		return core.Transient
 	}
 	return core.Classify(herr, r.handlerChain...)
+}
+
+// ownClass classifies the errors of idem itself that a handler may return,
+// which no other classifier knows, as permanent: the same call would meet
+// them again. They are a staged write refused by its own condition or by
+// the store's limits (*StagedWriteError), and steps or staging used where
+// they cannot work (ErrStepsUnsupported, ErrNoStaging, ErrStepRepeated,
+// ErrStepConflict, ErrStageClosed, ErrNoExecution). Anything else is
+// core.Unknown.
+func ownClass(err error) core.Class {
+	var sw *StagedWriteError
+	for _, target := range []error{ErrStepsUnsupported, ErrNoStaging, ErrStepRepeated, ErrStepConflict, ErrStageClosed, ErrNoExecution} {
+		if errors.Is(err, target) {
+			return core.Permanent
+		}
+	}
+	if errors.As(err, &sw) {
+		return core.Permanent
+	}
+	return core.Unknown
 }
 
 // nextTry returns the backoff before the next try and true if one fits: the
@@ -443,35 +498,6 @@ func (c *call) nextTry(attempt int, herr error, now time.Time, longest time.Dura
 		Reserve: max(cfg.retryReserve, longest), RetryAfter: core.RetryAfter(herr), R: cfg.rand(),
 		Backoff: cfg.backoff,
 	})
-}
-
-// retry records the failed try as a retryable failure, waits delay and
-// re-reserves the key with a new lease token and one more attempt, so that
-// the attempt is counted in the store before it runs: in one Acquire where
-// the store has it, which carries the failure's steps and count only while
-// the stored record is that failure (a record an operator released
-// meanwhile restarts at attempt 1, with no step), else by Reserve over the
-// failure. If another delivery takes the key meanwhile (the failure is
-// reservable by anyone), this call stops with an error.
-func (c *call) retry(rec core.Record, herr error, now time.Time, delay time.Duration) (core.Record, error) {
-	cfg := &c.r.cfg
-	failed, err := c.complete(core.Fail(rec, herr, true, now, cfg.retention))
-	if err != nil {
-		return core.Record{}, err
-	}
-	c.r.logRetry(c.ctx, rec, herr, delay)
-	if err := cfg.sleep(c.ctx, delay); err != nil {
-		return core.Record{}, err
-	}
-	now = cfg.now()
-	c.freshLease(now)
-	next, _, err := c.reservation(&failed, now, core.Policy{MaxAttempts: cfg.maxAttempts})
-	if err != nil {
-		return core.Record{}, fmt.Errorf("idem: re-reserve for attempt %d: %w", failed.Attempts+1, err)
-	}
-	c.r.progress.hold(next)
-	c.held = next.LeaseToken
-	return next, nil
 }
 
 // outcome is the Outcome of an execution under rec (stored nil: nothing

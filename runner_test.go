@@ -102,8 +102,8 @@ func TestTransientThenSuccessAfterOneBaseBackoff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Do = %v", err)
 	}
-	if out.Attempts != 2 || out.Replayed || string(out.Result) != `{"ok":true}` || h.n.Load() != 2 {
-		t.Fatalf("outcome %+v after %d calls, want 2 attempts, not replayed", out, h.n.Load())
+	if out.Attempts != 1 || out.Replayed || string(out.Result) != `{"ok":true}` || h.n.Load() != 2 {
+		t.Fatalf("outcome %+v after %d calls, want 2 runs in 1 attempt, not replayed", out, h.n.Load())
 	}
 	if got := f.clock.Sleeps(); !slices.Equal(got, []time.Duration{base}) {
 		t.Fatalf("sleeps = %v, want one of the base delay %v", got, base)
@@ -158,7 +158,7 @@ func TestInvalidKeyRejected(t *testing.T) {
 
 func TestPermanentErrorRunsOnce(t *testing.T) {
 	f := newFixture(t)
-	declined := errors.New("card declined")
+	declined := core.MarkPermanent(errors.New("card declined"))
 	h := &counter{errs: []error{declined, declined}}
 	ctx := f.ctx(t, 30*time.Second)
 	_, err := f.runner.Do(ctx, "evt:e4:charge", []byte(`{"id":"e4"}`), h.handler)
@@ -176,12 +176,12 @@ func TestPermanentErrorRunsOnce(t *testing.T) {
 }
 
 func TestTransientErrorsExhaustWithCappedDelays(t *testing.T) {
-	f := newFixture(t, idem.WithRetry(5, base, 250*time.Millisecond), idem.WithMaxAttempts(5))
+	f := newFixture(t, idem.WithRetry(5, base, 250*time.Millisecond), idem.WithMaxAttempts(1))
 	h := &counter{errs: []error{transient("a"), transient("b"), transient("c"), transient("d"), transient("e"), nil}}
 	ctx := f.ctx(t, 30*time.Second)
 	out, err := f.runner.Do(ctx, "evt:e5:notify", []byte(`{"id":"e5"}`), h.handler)
-	if !errors.Is(err, core.ErrRetriesExhausted) || out.Attempts != 5 || h.n.Load() != 5 {
-		t.Fatalf("Do = %+v, %v after %d runs; want core.ErrRetriesExhausted after 5", out, err, h.n.Load())
+	if !errors.Is(err, core.ErrRetriesExhausted) || out.Attempts != 1 || h.n.Load() != 5 {
+		t.Fatalf("Do = %+v, %v after %d runs; want core.ErrRetriesExhausted after 5 runs in 1 attempt", out, err, h.n.Load())
 	}
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}
 	if got := f.clock.Sleeps(); !slices.Equal(got, want) {
@@ -194,17 +194,23 @@ func TestTransientErrorsExhaustWithCappedDelays(t *testing.T) {
 	}
 }
 
+// The bound counts executions, one per delivery that runs the handler: its
+// in-process tries are one execution.
 func TestAttemptsCountAcrossDeliveries(t *testing.T) {
-	f := newFixture(t, idem.WithRetry(2, base, maxDelay), idem.WithMaxAttempts(3))
-	h := &counter{result: []byte(`"done"`), errs: []error{transient("a"), transient("b"), transient("c")}}
+	f := newFixture(t, idem.WithRetry(2, base, maxDelay), idem.WithMaxAttempts(2))
+	h := &counter{result: []byte(`"done"`), errs: []error{transient("a"), transient("b"), transient("c"), transient("d"), transient("e")}}
 	ctx := f.ctx(t, 30*time.Second)
 	out, err := f.runner.Do(ctx, "evt:e6:notify", []byte(`{}`), h.handler)
-	if !errors.Is(err, idem.ErrTransientFailure) || out.Attempts != 2 {
-		t.Fatalf("first delivery: %+v %v, want ErrTransientFailure after 2 attempts", out, err)
+	if !errors.Is(err, idem.ErrTransientFailure) || out.Attempts != 1 || h.n.Load() != 2 {
+		t.Fatalf("first delivery: %+v %v after %d runs, want ErrTransientFailure after 2 runs in attempt 1", out, err, h.n.Load())
 	}
 	out, err = f.runner.Do(ctx, "evt:e6:notify", []byte(`{}`), h.handler)
-	if !errors.Is(err, core.ErrRetriesExhausted) || out.Attempts != 3 || h.n.Load() != 3 {
-		t.Fatalf("second delivery: %+v %v after %d runs, want exhausted at attempt 3", out, err, h.n.Load())
+	if !errors.Is(err, core.ErrRetriesExhausted) || out.Attempts != 2 || h.n.Load() != 4 {
+		t.Fatalf("second delivery: %+v %v after %d runs, want exhausted at attempt 2 after 4 runs", out, err, h.n.Load())
+	}
+	out, err = f.runner.Do(ctx, "evt:e6:notify", []byte(`{}`), h.handler)
+	if !errors.Is(err, core.ErrRetriesExhausted) || h.n.Load() != 4 {
+		t.Fatalf("third delivery: %+v %v after %d runs, want exhausted without a run", out, err, h.n.Load())
 	}
 }
 

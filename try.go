@@ -10,10 +10,11 @@ import "github.com/idemgo/idem/core"
 // WithLeaseRenewal, the renewals of its lease while fn runs (renew; they
 // end, even if fn panics, before try returns). When fn returns, rec.Steps
 // holds the steps the stored record now has, so that the outcome written
-// next keeps them (a failure) or drops them (a success).
+// next keeps them (a failure) or drops them (a success), and, with renewal,
+// rec's lease is the lease held, which a next try renews.
 func (c *call) try(rec *core.Record, fn Handler) (result []byte, err error) {
 	rn, ctx := c.renew(*rec)
-	defer func() { result, err = rn.end(result, err) }()
+	defer func() { result, err = rn.end(rec, result, err) }()
 	ctx, finish := c.withExecution(ctx, rec, rn)
 	defer finish()
 	st, ctx := newStage(ctx, c.r.store)

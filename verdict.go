@@ -45,7 +45,7 @@ const (
 	// the failure was recorded as retryable, or, if that write failed, the
 	// key stays in progress until its lease ends; for an error marked
 	// core.MarkNoRecord, the reservation was released instead. Either way a
-	// later delivery runs again.
+	// later delivery runs again. See also FailedUnclassified.
 	FailedTransiently
 	// OutcomeNotRecorded: the handler succeeded but its success could not
 	// be recorded, or may have been (ErrOutcomeNotRecorded, ErrLeaseLost):
@@ -109,6 +109,15 @@ const (
 	// until its lease ends); the next delivery runs the handler again.
 	// Batch wrappers report it; HTTP wrappers answer 503.
 	CommitRefused
+	// FailedUnclassified: the handler failed with an error that no mark
+	// and no classifier knows (ErrUnclassifiedFailure; core.Unclassified),
+	// such as a plain errors.New: not retried in the call, recorded as a
+	// retryable failure (or, if that write failed, the key stays in
+	// progress until its lease ends), so that a later delivery runs again,
+	// as for FailedTransiently. Logged at ERROR: the error may be a bug,
+	// and says what it is to nobody; classify it (core.MarkTransient,
+	// core.MarkPermanent, idem.WithClassifiers).
+	FailedUnclassified
 )
 
 var verdictNames = [...]string{
@@ -134,6 +143,7 @@ var verdictNames = [...]string{
 	Unkeyed:            "unkeyed",
 	Unauthorized:       "unauthorized",
 	CommitRefused:      "commit_refused",
+	FailedUnclassified: "failed_unclassified",
 }
 
 // String returns the verdict's snake_case name, as logs and metrics use it.
@@ -159,7 +169,7 @@ func Verdicts() []Verdict {
 // unkeyed).
 func (v Verdict) Ran() bool {
 	switch v {
-	case Executed, FailedPermanently, FailedTransiently, OutcomeNotRecorded, Panicked, Unkeyed, CommitRefused:
+	case Executed, FailedPermanently, FailedTransiently, FailedUnclassified, OutcomeNotRecorded, Panicked, Unkeyed, CommitRefused:
 		return true
 	}
 	return false
@@ -167,10 +177,11 @@ func (v Verdict) Ran() bool {
 
 // Level is the level of the log record of a call with verdict v:
 //   - slog.LevelInfo: the event was handled (Executed, Replayed, Unkeyed);
-//   - slog.LevelError: the handler failed for good, or idem could not
-//     record or read back what it did, and someone must look
-//     (FailedPermanently, RetriesExhausted, OutcomeNotRecorded,
-//     CommitRefused, Panicked, ReplayCorrupt);
+//   - slog.LevelError: the handler failed for good, or with an error
+//     nobody classified, or idem could not record or read back what it
+//     did, and someone must look (FailedPermanently, FailedUnclassified,
+//     RetriesExhausted, OutcomeNotRecorded, CommitRefused, Panicked,
+//     ReplayCorrupt);
 //   - slog.LevelWarn: every other verdict: the event was not handled now,
 //     and comes back (a store failure, StoreFailed, included), was a
 //     duplicate, or was refused as it was sent.
@@ -182,7 +193,7 @@ func (v Verdict) Level() slog.Level {
 	switch v {
 	case Executed, Replayed, Unkeyed:
 		return slog.LevelInfo
-	case FailedPermanently, RetriesExhausted, OutcomeNotRecorded, CommitRefused, Panicked, ReplayCorrupt:
+	case FailedPermanently, FailedUnclassified, RetriesExhausted, OutcomeNotRecorded, CommitRefused, Panicked, ReplayCorrupt:
 		return slog.LevelError
 	}
 	return slog.LevelWarn
@@ -212,6 +223,8 @@ func VerdictOf(err error) Verdict {
 		return CommitRefused
 	case errors.Is(err, ErrTransientFailure):
 		return FailedTransiently
+	case errors.Is(err, ErrUnclassifiedFailure):
+		return FailedUnclassified
 	case errors.Is(err, core.ErrRetriesExhausted):
 		return RetriesExhausted
 	case errors.As(err, &fe) && fe.Replayed:

@@ -98,12 +98,12 @@ func (c *call) join(now time.Time, fn Handler) (Outcome, error) {
 	}
 	if !c.waitUntil.After(now) {
 		c.waitUntil = time.Time{}
-		if out, ok, err := c.r.progress.answer(c.key, c.fp, now, core.Policy{MaxAttempts: c.r.cfg.maxAttempts}); ok {
+		if out, ok, err := c.r.progress.answer(c.key, c.fp, now, c.policy()); ok {
 			return out, err
 		}
 		return c.reserve(now, fn)
 	}
-	f, leader := c.r.flights.join(c.key, c.fp, c.w.leaseUntil)
+	f, leader := c.r.flights.join(c.key, c.fp)
 	var out Outcome
 	var err error
 	switch {
@@ -127,13 +127,15 @@ func (c *call) join(now time.Time, fn Handler) (Outcome, error) {
 func (c *call) lead(f *flight, now time.Time, fn Handler) (Outcome, error) {
 	var s *shared
 	defer func() { c.r.flights.finish(c.key, f, s) }()
+	c.flight = f
 	out, err := c.reserve(now, fn)
 	s = share(out, err)
 	return out, err
 }
 
 // follow waits, until the call's wait ends, for the leader of f: ok is
-// false when its outcome is not one to copy.
+// false when its outcome is not one to copy, or when the wait ended before
+// the leader knew when the key's lease ends (the call then asks the store).
 func (c *call) follow(f *flight) (Outcome, error, bool) {
 	c.waited = true
 	cfg := &c.r.cfg
@@ -149,7 +151,11 @@ func (c *call) follow(f *flight) (Outcome, error, bool) {
 		}
 		left := c.waitUntil.Sub(cfg.now())
 		if left <= 0 || c.ctx.Err() != nil {
-			return Outcome{Waited: true}, &core.InProgressError{RetryAt: f.leaseUntil}, true
+			retryAt := f.retryAt()
+			if retryAt.IsZero() {
+				return Outcome{}, nil, false
+			}
+			return Outcome{Waited: true}, &core.InProgressError{RetryAt: retryAt}, true
 		}
 		wctx, cancel := context.WithCancel(c.ctx)
 		stop := context.AfterFunc(f.ctx, cancel)
@@ -165,7 +171,7 @@ func (c *call) follow(f *flight) (Outcome, error, bool) {
 // read. A read that fails, other than transiently, ends the wait.
 func (c *call) await(existing core.Record, d core.Decision, now time.Time) (core.Record, core.Decision, time.Time) {
 	cfg := &c.r.cfg
-	policy := core.Policy{MaxAttempts: cfg.maxAttempts}
+	policy := c.policy()
 	for poll := 1; d.Action == core.InProgress; poll++ {
 		delay, ok := c.pollDelay(poll, d.RetryAt, now)
 		if !ok {
@@ -185,8 +191,22 @@ func (c *call) await(existing core.Record, d core.Decision, now time.Time) (core
 		case core.Classify(err, c.r.storeChain...) != core.Transient:
 			return existing, d, now
 		}
+		if d.Action == core.InProgress {
+			c.hint(d.RetryAt)
+		}
 	}
 	return existing, d, now
+}
+
+// hint tells the followers of the call's flight, if it leads one, that the
+// key's lease ends at retryAt: the lease the call holds, or the one that
+// blocks it.
+func (c *call) hint(retryAt time.Time) {
+	if c.flight != nil {
+		c.flight.mu.Lock()
+		defer c.flight.mu.Unlock()
+		c.flight.leaseUntil = retryAt
+	}
 }
 
 // pollDelay is the time before the next read of a wait, and true if one is
@@ -231,20 +251,33 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// flight is one leading call. Its fields other than ctx are written before
-// it is shared (fp, leaseUntil) or before ctx is done (result) and read
-// after: ctx's Done orders them.
+// flight is one leading call. Its fields fp, ctx, done and result are
+// written before it is shared (fp) or before ctx is done (result) and read
+// after: ctx's Done orders them. mu guards leaseUntil, which the leader
+// updates as it learns.
 type flight struct {
-	fp         string
-	leaseUntil time.Time // the leader's lease end: the followers' retry hint
-	ctx        context.Context
-	done       context.CancelFunc
-	result     *shared // nil: followers make their own calls
+	fp     string
+	ctx    context.Context
+	done   context.CancelFunc
+	result *shared // nil: followers make their own calls
+
+	mu sync.Mutex
+	// leaseUntil is when the key's lease ends, as the leader last learned
+	// it: the lease it holds, or the one blocking it; the followers'
+	// retry hint. Zero: not known yet.
+	leaseUntil time.Time
+}
+
+// retryAt is the followers' retry hint (zero: not known yet).
+func (f *flight) retryAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leaseUntil
 }
 
 // join returns the flight of key and whether the caller leads it (a new
 // one), or nil if a flight of another fingerprint holds the key.
-func (g *flights) join(key, fp string, leaseUntil time.Time) (*flight, bool) {
+func (g *flights) join(key, fp string) (*flight, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f, ok := g.m[key]; ok {
@@ -256,7 +289,7 @@ func (g *flights) join(key, fp string, leaseUntil time.Time) (*flight, bool) {
 	if g.m == nil {
 		g.m = map[string]*flight{}
 	}
-	f := &flight{fp: fp, leaseUntil: leaseUntil}
+	f := &flight{fp: fp}
 	f.ctx, f.done = context.WithCancel(context.Background())
 	g.m[key] = f
 	return f, true

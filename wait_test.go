@@ -323,8 +323,10 @@ func TestWaitFollowerGetsWhatTheLeaderLeaves(t *testing.T) {
 	}{
 		{name: "success: replayed", leader: func() ([]byte, error) { return []byte(`"ok"`), nil },
 			wantVerd: idem.Replayed, wantRuns: 1, wantCalls: 0},
-		{name: "permanent failure: replayed", leader: func() ([]byte, error) { return nil, errors.New("card declined") },
+		{name: "permanent failure: replayed", leader: func() ([]byte, error) { return nil, core.MarkPermanent(errors.New("card declined")) },
 			wantVerd: idem.ReplayedFailure, wantErr: core.ErrPermanentFailure, wantRuns: 1, wantCalls: 0},
+		{name: "unclassified failure: the follower runs", leader: func() ([]byte, error) { return nil, errors.New("535 authentication failed") },
+			wantVerd: idem.Executed, wantRuns: 2, wantCalls: 2},
 		{name: "transient failure: the follower runs", leader: func() ([]byte, error) { return nil, core.MarkRetryLater(errors.New("busy")) },
 			wantVerd: idem.Executed, wantRuns: 2, wantCalls: 2}, // one write takes the retryable failure (idem.Acquirer), one completes
 		// A panic leaves the key in progress until the leader's lease
@@ -498,5 +500,49 @@ func TestWaitIsLogged(t *testing.T) {
 	}
 	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil || rec.Verdict != "in_progress" || !rec.Waited {
 		t.Errorf("log record %s (%v): want verdict in_progress, waited true", buf.String(), err)
+	}
+}
+
+// TestWaitFollowerHintIsTheHoldersLease: while another process holds the
+// key for 10 s, a follower whose wait ends before its leader's is told to
+// retry when that lease ends, not at the lease its leader would write
+// (here 15 minutes: no deadline).
+func TestWaitFollowerHintIsTheHoldersLease(t *testing.T) {
+	f := newFixture(t)
+	r, err := idem.New(f.store, idem.WithClock(f.clock.Now), idem.WithSleep(f.clock.Block), idem.WithWait(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdKey(t, f.store, t0.Add(10*time.Second))
+	leaderCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = r.Do(leaderCtx, waitKey, []byte(waitPayload), func(context.Context) ([]byte, error) { return nil, errors.New("must not run") })
+	}()
+	if err := f.clock.WaitBlocked(t.Context(), 1); err != nil { // the leader polls the store
+		t.Fatal(err)
+	}
+	followed := make(chan error, 1)
+	go func() {
+		_, err := r.Do(idem.ContextWithWait(context.Background(), time.Second), waitKey, []byte(waitPayload), func(context.Context) ([]byte, error) {
+			return nil, errors.New("must not run")
+		})
+		followed <- err
+	}()
+	if err := f.clock.WaitBlocked(t.Context(), 2); err != nil { // and the follower waits for it
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Second) // the follower's wait ends
+	err = <-followed
+	cancel()
+	<-done
+	var ip *core.InProgressError
+	if !errors.As(err, &ip) {
+		t.Fatalf("follower = %v, want in progress", err)
+	}
+	if want := t0.Add(10 * time.Second); !ip.RetryAt.Equal(want) {
+		t.Errorf("follower's RetryAt = %v, want the holder's lease end %v", ip.RetryAt, want)
 	}
 }

@@ -31,6 +31,7 @@ const (
 	T = core.Transient
 	P = core.Permanent
 	U = core.Unknown
+	C = core.Unclassified // the full chain's answer when no classifier knows the error
 )
 
 // call makes one SDK call with cfg and returns its error.
@@ -277,11 +278,11 @@ func TestClassifyTransport(t *testing.T) {
 		{"SQS InvalidParameterValue 400 cut short", answered(fakeaws.Truncated(fakeaws.SQSError(400, "InvalidParameterValue", "", "Value for parameter MessageBody is invalid."), 25), nil, sendMessage), T, T},
 		{"client HTTP timeout", answered(fakeaws.Hang(), withHTTPTimeout(100*time.Millisecond), getItem), T, T},
 		{"context deadline", deadline(100 * time.Millisecond), U, T},
-		{"context canceled", canceled, U, P},
+		{"context canceled", canceled, U, C},
 		{"connection refused", refused, T, T},
 		{"DNS temporary failure", dnsFailure(&net.DNSError{Err: "server misbehaving", Name: "dynamodb.us-east-1.amazonaws.com", IsTemporary: true}), T, T},
 		{"DNS timeout", dnsFailure(&net.DNSError{Err: "i/o timeout", Name: "dynamodb.us-east-1.amazonaws.com", IsTimeout: true}), T, T},
-		{"DNS no such host", dnsFailure(&net.DNSError{Err: "no such host", Name: "dynamodb.nowhere.invalid", IsNotFound: true}), U, P},
+		{"DNS no such host", dnsFailure(&net.DNSError{Err: "no such host", Name: "dynamodb.nowhere.invalid", IsNotFound: true}), U, C},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

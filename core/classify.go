@@ -14,12 +14,19 @@ type Class int
 
 const (
 	// Unknown: the classifier has no opinion; the next one in the chain is
-	// asked, and if none knows, the error is Permanent.
+	// asked. Classify answers it only for a nil error.
 	Unknown Class = iota
 	// Transient: the operation may succeed if retried.
 	Transient
 	// Permanent: retrying will not help.
 	Permanent
+	// Unclassified: no mark and no classifier of the chain knows the error
+	// (an ordinary error, such as errors.New gives): Classify's answer when
+	// every classifier answers Unknown. Whether it is retried is the
+	// caller's rule: idem's runner records a handler's unclassified error
+	// as a retryable failure without retrying it in the same call (the
+	// event source delivers it again), and treats a store's as not retried.
+	Unclassified
 )
 
 // String returns the class's lower-case name.
@@ -29,11 +36,14 @@ func (c Class) String() string {
 		return "transient"
 	case Permanent:
 		return "permanent"
+	case Unclassified:
+		return "unclassified"
 	}
 	return "unknown"
 }
 
 // Classifier gives an error's class, or Unknown to defer to the next one.
+// A classifier may answer Unclassified to stop the chain without a class.
 type Classifier func(error) Class
 
 // MarkedError is an error explicitly marked transient or permanent by
@@ -135,7 +145,8 @@ func MarkPermanent(err error) error {
 
 // Classify returns err's class: an explicit mark found with errors.As wins;
 // otherwise each classifier of the chain is asked in order and the first
-// answer other than Unknown is taken; if none knows, the error is Permanent.
+// answer other than Unknown is taken; if none knows, the error is
+// Unclassified (neither Transient nor Permanent: see Unclassified).
 // Classify(nil) is Unknown.
 func Classify(err error, chain ...Classifier) Class {
 	if err == nil {
@@ -153,7 +164,7 @@ func Classify(err error, chain ...Classifier) Class {
 			return cl
 		}
 	}
-	return Permanent
+	return Unclassified
 }
 
 // RetryAfter returns the least delay before a retry that err asks for: the
@@ -222,5 +233,6 @@ func NetworkClassifier(err error) Class {
 // carries a 400 and an unexpected EOF is a reply whose body was never read
 // whole. It knows no service's error codes: an AWS throttle arrives as HTTP
 // 400 and is Permanent here; package awsclassify puts the AWS SDK's own
-// knowledge in front of this chain.
+// knowledge in front of this chain. An error none of them knows is
+// Unclassified.
 var DefaultClassifiers = []Classifier{NetworkClassifier, HTTPStatusClassifier}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -34,12 +35,18 @@ func (a Action) String() string {
 	return fmt.Sprintf("Action(%d)", int(a))
 }
 
+// NoAttemptLimit, as Policy.MaxAttempts, puts no bound on the executions
+// of a key: more than any key ever reaches, and a number every store can
+// compare in its condition.
+const NoAttemptLimit = math.MaxInt32
+
 // Policy holds the limits a decision depends on. The zero value allows one
 // attempt per key.
 type Policy struct {
-	// MaxAttempts bounds the executions of one key across deliveries,
-	// counting in-process retries and executions whose holder crashed.
-	// Values below 1 mean 1.
+	// MaxAttempts bounds the executions of one key across deliveries: the
+	// reservations that ran the handler (a caller's in-process retries of
+	// one execution are not counted apart) and those whose holder crashed
+	// or timed out. Values below 1 mean 1; NoAttemptLimit sets no bound.
 	MaxAttempts int
 }
 

@@ -61,8 +61,10 @@ func ExampleFingerprint() {
 func ExampleClassify() {
 	err := core.MarkTransient(errors.New("upstream busy"))
 	fmt.Println(core.Classify(fmt.Errorf("charge: %w", err), core.DefaultClassifiers...))
+	fmt.Println(core.Classify(core.MarkPermanent(errors.New("card declined")), core.DefaultClassifiers...))
 	fmt.Println(core.Classify(errors.New("who knows"), core.DefaultClassifiers...))
 	// Output:
 	// transient
 	// permanent
+	// unclassified
 }

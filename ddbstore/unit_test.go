@@ -431,8 +431,8 @@ func TestErrorTranslation(t *testing.T) {
 		{"connection refused", sendErr(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), ddbstore.ErrUnavailable, core.Transient, false},
 		{"context deadline", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: &smithy.CanceledError{Err: context.DeadlineExceeded}}, ddbstore.ErrUnavailable, core.Transient, true},
 		{"body cut short", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: &smithy.DeserializationError{Err: errors.New("unexpected EOF")}}, ddbstore.ErrUnavailable, core.Transient, true},
-		{"context canceled", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: &smithy.CanceledError{Err: context.Canceled}}, nil, core.Permanent, true},
-		{"unknown error", errors.New("something else"), nil, core.Permanent, true},
+		{"context canceled", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: &smithy.CanceledError{Err: context.Canceled}}, nil, core.Unclassified, true},
+		{"unknown error", errors.New("something else"), nil, core.Unclassified, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/emf"
 	"github.com/idemgo/idem/memstore"
 )
@@ -93,7 +94,7 @@ func TestDocumentsFollowTheSpecification(t *testing.T) {
 	_, _ = r.Do(ctx, "evt:m1:a", []byte(`{}`), ok)
 	_, _ = r.Do(ctx, "evt:m1:a", []byte(`{}`), ok)
 	_, _ = r.Do(ctx, "evt:m1:a", []byte(`{"n":2}`), ok)
-	_, _ = r.Do(ctx, "evt:m2:a", []byte(`{}`), func(context.Context) ([]byte, error) { return nil, errors.New("declined") })
+	_, _ = r.Do(ctx, "evt:m2:a", []byte(`{}`), func(context.Context) ([]byte, error) { return nil, core.MarkPermanent(errors.New("declined")) })
 	want := []struct {
 		verdict string
 		metric  string

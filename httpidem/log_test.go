@@ -78,3 +78,33 @@ func TestOneRecordPerRequest(t *testing.T) {
 		t.Errorf("observed %v, want %v", obs.obs, want)
 	}
 }
+
+// A request let through without a key whose handler panics is reported as
+// panicked, as a keyed one is: one log record, one observation; the panic
+// goes on to the server.
+func TestUnkeyedPanicIsReported(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	var obs observed
+	e := newEnv(t, nil, idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), idem.WithObserver(&obs))
+	url := e.serve(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") }))
+	req, _ := http.NewRequest("DELETE", url+"/orders/1", nil) // no key, none required: let through
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Errorf("answered %s, want the connection closed by the re-raised panic", resp.Status)
+	}
+	// The server reports before it re-raises the panic, which closes the
+	// connection: both are done by the time the client has its error.
+	obs.mu.Lock()
+	got := slices.Clone(obs.obs)
+	obs.mu.Unlock()
+	if want := []string{"panicked"}; !slices.Equal(got, want) {
+		t.Errorf("observed %v, want %v", got, want)
+	}
+	logs.mu.Lock()
+	log := logs.b.String()
+	logs.mu.Unlock()
+	if !strings.Contains(log, `"verdict":"panicked"`) || !strings.Contains(log, "handler bug") || !strings.Contains(log, `"level":"ERROR"`) {
+		t.Errorf("log = %q, want an ERROR record of the panic", log)
+	}
+}

@@ -170,6 +170,19 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.send() // a no-op once the annotation has answered
 }
 
+// unkeyed passes a request without a key through to the handler,
+// unprotected, and reports it: idem.Unkeyed, or idem.Panicked when the
+// handler panics, whose panic is re-raised. The writer is passed as it is
+// (a handler may flush or hijack it), so the status is not known.
+func (m *middleware) unkeyed(w http.ResponseWriter, r *http.Request) {
+	ctx := idem.WithAnnotation(r.Context(), m.annotation(r, 0))
+	if p := serve(m.next, w, r); p != nil {
+		m.runner.Report(ctx, "", idem.Outcome{Verdict: idem.Panicked}, fmt.Errorf("httpidem: handler panicked: %v", p))
+		panic(p)
+	}
+	m.runner.Report(ctx, "", idem.Outcome{Verdict: idem.Unkeyed}, nil)
+}
+
 // serve runs h, returning what it panicked with, if anything.
 func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (panicked any) {
 	defer func() { panicked = recover() }()
@@ -228,10 +241,7 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (key string, 
 		if read {
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
-		// The writer is passed as it is (a handler may flush or hijack
-		// it), so the status is not known.
-		m.next.ServeHTTP(w, r)
-		m.runner.Report(idem.WithAnnotation(r.Context(), m.annotation(r, 0)), "", idem.Outcome{Verdict: idem.Unkeyed}, nil)
+		m.unkeyed(w, r)
 		return "", nil, false
 	case err != nil:
 		return "", nil, m.refuse(w, r, httprule.KeyAnswer(m.cfg.keyParts, err), "", err)

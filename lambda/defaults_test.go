@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -106,53 +107,63 @@ func recordsOf(recs []map[string]any, name, value string) []map[string]any {
 	return out
 }
 
-// The three cases of a new user's trial, over memstore with the README's
-// example as it is (no option): an ordinary error, an outage that exhausts
-// the retries on the second delivery, a key field misspelt. Each is
-// reported on every delivery, so that SQS moves it to the dead-letter queue;
-// each delivery leaves one log record (with no logger configured: in Lambda,
-// on standard output) and one observation.
+// The cases of a new user's trial, over memstore with the README's example
+// as it is (no option): an ordinary error, an outage that outlasts the
+// queue's limit, an outage that ends before it, a key field misspelt. A
+// message that did not succeed is reported on every delivery, so that SQS
+// delivers it again until its redrive policy moves it to the dead-letter
+// queue; the handler runs on every receive (an outage uses the runner's
+// in-process tries on each, which never count toward a bound); each delivery
+// leaves one log record (with no logger configured: in Lambda, on standard
+// output, from WARN up) and one observation.
 func TestSQSDefaultsReportWhatDidNotSucceed(t *testing.T) {
 	smtpErr := errors.New("535 authentication failed")
-	for _, tc := range []struct {
-		name    string
-		key     idemlambda.KeySource
-		handler func(n int) error
-		// want: per delivery, the verdict and the handler's runs so far
-		want []struct {
-			verdict string
-			runs    int
+	outageUntil := func(last int) func(int) error {
+		return func(receive int) error {
+			if receive <= last {
+				return core.MarkTransient(errors.New("smtp: connection refused"))
+			}
+			return nil
 		}
+	}
+	type delivery struct {
+		verdict string
+		runs    int // the handler's runs so far
+	}
+	for _, tc := range []struct {
+		name       string
+		key        idemlambda.KeySource
+		handler    func(receive int) error
+		want       []delivery
 		storeCalls int // of the last delivery
 	}{
 		{
 			name:    "ordinary error",
 			key:     idemlambda.KeyFromBodyField("event_id"),
 			handler: func(int) error { return fmt.Errorf("send notification: %w", smtpErr) },
-			want: []struct {
-				verdict string
-				runs    int
-			}{{"failed_permanently", 1}, {"replayed_failure", 1}, {"replayed_failure", 1}},
-			storeCalls: 1, // a replayed failure costs one read, never a handler run
+			want:    []delivery{{"failed_unclassified", 1}, {"failed_unclassified", 2}, {"failed_unclassified", 3}, {"failed_unclassified", 4}, {"failed_unclassified", 5}},
+			// the one-write retry of a retryable failure, and its outcome
+			storeCalls: 2,
 		},
 		{
-			name:    "outage exhausts the retries on delivery 2",
-			key:     idemlambda.KeyFromBodyField("event_id"),
-			handler: func(int) error { return core.MarkTransient(errors.New("smtp: connection refused")) },
-			want: []struct {
-				verdict string
-				runs    int
-			}{{"failed_transiently", 3}, {"retries_exhausted", 5}, {"retries_exhausted", 5}},
-			storeCalls: 1,
+			name:       "outage past the queue's limit",
+			key:        idemlambda.KeyFromBodyField("event_id"),
+			handler:    outageUntil(5),
+			want:       []delivery{{"failed_transiently", 3}, {"failed_transiently", 6}, {"failed_transiently", 9}, {"failed_transiently", 12}, {"failed_transiently", 15}},
+			storeCalls: 2,
 		},
 		{
-			name:    "key field misspelt",
-			key:     idemlambda.KeyFromBodyField("eventId"),
-			handler: func(int) error { return nil },
-			want: []struct {
-				verdict string
-				runs    int
-			}{{"missing_key", 0}, {"missing_key", 0}},
+			name:       "outage through receives 1-4",
+			key:        idemlambda.KeyFromBodyField("event_id"),
+			handler:    outageUntil(4),
+			want:       []delivery{{"failed_transiently", 3}, {"failed_transiently", 6}, {"failed_transiently", 9}, {"failed_transiently", 12}, {"executed", 13}},
+			storeCalls: 2,
+		},
+		{
+			name:       "key field misspelt",
+			key:        idemlambda.KeyFromBodyField("eventId"),
+			handler:    func(int) error { return nil },
+			want:       []delivery{{"missing_key", 0}, {"missing_key", 0}},
 			storeCalls: 0,
 		},
 	} {
@@ -166,7 +177,8 @@ func TestSQSDefaultsReportWhatDidNotSucceed(t *testing.T) {
 				var err error
 				handler, err = idemlambda.SQS(e.runner, "notify", tc.key, func(ctx context.Context, m events.SQSMessage) ([]byte, error) {
 					runs++
-					return nil, tc.handler(runs)
+					receive, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+					return nil, tc.handler(receive)
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -175,8 +187,12 @@ func TestSQSDefaultsReportWhatDidNotSucceed(t *testing.T) {
 					m := sqsMsg("m-1", `{"event_id":"evt-1","to":"ada@example.com"}`)
 					m.Attributes["ApproximateReceiveCount"] = fmt.Sprint(i + 1)
 					resp, _ := handler(e.ctx(t, time500s), events.SQSEvent{Records: []events.SQSMessage{m}})
-					if got := failureIDs(resp); !slices.Equal(got, []string{"m-1"}) {
-						t.Errorf("delivery %d: batchItemFailures = %v, want [m-1]: acknowledged, SQS deletes it and it never reaches the DLQ", i+1, got)
+					wantReported := []string{"m-1"}
+					if want.verdict == "executed" {
+						wantReported = []string{}
+					}
+					if got := failureIDs(resp); !slices.Equal(got, wantReported) {
+						t.Errorf("delivery %d: batchItemFailures = %v, want %v", i+1, got, wantReported)
 					}
 					if runs != want.runs {
 						t.Errorf("delivery %d: handler ran %d times in all, want %d", i+1, runs, want.runs)
@@ -189,13 +205,20 @@ func TestSQSDefaultsReportWhatDidNotSucceed(t *testing.T) {
 					}
 				}
 			})
+			var logged []delivery // the deliveries the default level logs: all but a success
+			for _, d := range tc.want {
+				if d.verdict != "executed" {
+					logged = append(logged, d)
+				}
+			}
 			recs := recordsOf(jsonLines(t, stdout), "message_id", "m-1")
-			if len(recs) != len(tc.want) {
-				t.Fatalf("%d log records name m-1, want one per delivery (%d):\n%s", len(recs), len(tc.want), stdout)
+			if len(recs) != len(logged) {
+				t.Fatalf("%d log records name m-1, want one per delivery that did not succeed (%d):\n%s", len(recs), len(logged), stdout)
 			}
 			for i, r := range recs {
-				if r["verdict"] != tc.want[i].verdict || r["level"] == "INFO" || r["key_hash"] == nil && tc.want[i].verdict != "missing_key" {
-					t.Errorf("record %d = %v, want verdict %s at WARN or ERROR with its key_hash", i+1, r, tc.want[i].verdict)
+				if r["verdict"] != logged[i].verdict || r["level"] == "INFO" || r["key_hash"] == nil && logged[i].verdict != "missing_key" ||
+					r["verdict"] == "failed_unclassified" && r["level"] != "ERROR" {
+					t.Errorf("record %d = %v, want verdict %s at WARN or ERROR (ERROR if unclassified) with its key_hash", i+1, r, logged[i].verdict)
 				}
 			}
 		})
@@ -220,7 +243,8 @@ func TestStreamDefaultsCheckpointWhatDidNotSucceed(t *testing.T) {
 		do   string
 		want string
 	}{
-		{"ordinary error", "permanent", "failed_permanently"},
+		{"permanent error", "permanent", "failed_permanently"},
+		{"ordinary error", "error", "failed_unclassified"},
 		{"missing key", "nokey", "missing_key"},
 	} {
 		t.Run("kinesis/"+tc.name, func(t *testing.T) {
@@ -240,19 +264,30 @@ func TestStreamDefaultsCheckpointWhatDidNotSucceed(t *testing.T) {
 	}
 }
 
-// checkpointTwice delivers recs twice through the stream wrapper build
-// makes, with no option, and checks that the second record, whose verdict
-// is want (then replayed_failure, for a failure), is the checkpoint both
-// times and that the record after it never runs.
-func checkpointTwice[R any](t *testing.T, recs []R, build func(e *env, h *streamHandler, opts []idemlambda.BatchOption) (func(context.Context, []R) ([]string, error), error), want string) {
+// streamBuild makes a stream wrapper over e with h's behaviours.
+type streamBuild[R any] func(e *env, h *streamHandler, opts []idemlambda.BatchOption) (func(context.Context, []R) ([]string, error), error)
+
+// observedStream makes the stream wrapper build makes, with no option, over
+// an env whose verdicts obs records.
+func observedStream[R any](t *testing.T, build streamBuild[R]) (func(context.Context, []R) ([]string, error), *env, *streamHandler, *observed) {
 	t.Helper()
-	var obs observed
-	e := newEnv(t, idem.WithObserver(&obs))
+	obs := &observed{}
+	e := newEnv(t, idem.WithObserver(obs))
 	h := &streamHandler{clock: e.clock}
 	handle, err := build(e, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return handle, e, h, obs
+}
+
+// checkpointTwice delivers recs twice through the stream wrapper build
+// makes, with no option, and checks that the second record, whose verdict
+// is want (then replayed_failure, for a failure), is the checkpoint both
+// times and that the record after it never runs.
+func checkpointTwice[R any](t *testing.T, recs []R, build streamBuild[R], want string) {
+	t.Helper()
+	handle, e, h, obs := observedStream(t, build)
 	for delivery := 1; delivery <= 2; delivery++ {
 		got, _ := handle(e.ctx(t, time500s), recs)
 		if !slices.Equal(got, cp(2)) {
@@ -264,6 +299,48 @@ func checkpointTwice[R any](t *testing.T, recs []R, build func(e *env, h *stream
 	}
 	if n := h.runs.get("c"); n != 0 {
 		t.Errorf("the record after the checkpoint ran %d times, want 0", n)
+	}
+}
+
+// A shard whose record fails with an ordinary error stops at it, Lambda
+// delivers it again from there, and the handler runs on each delivery: once
+// the record succeeds, the shard moves on to the records after it.
+func TestStreamOrdinaryErrorMovesOnOnceTheRecordSucceeds(t *testing.T) {
+	t.Run("kinesis", func(t *testing.T) {
+		moveOn(t, []events.KinesisEventRecord{k(1, "a", "ok"), k(2, "b", "error_twice"), k(3, "c", "ok")},
+			kinesisBuild(idemlambda.KinesisKeyFromDataField("event_id")))
+	})
+	t.Run("dynamodb", func(t *testing.T) {
+		moveOn(t, []events.DynamoDBEventRecord{d(1, "a", "ok"), d(2, "b", "error_twice"), d(3, "c", "ok")},
+			dynamoDBBuild(idemlambda.DynamoDBKeyFromNewImage("id")))
+	})
+}
+
+// moveOn delivers recs as Lambda does, from the last checkpoint on, until
+// the shard has none, and checks that the second record, which fails twice
+// with an ordinary error, ran on each delivery and that the third ran once
+// after it succeeded.
+func moveOn[R any](t *testing.T, recs []R, build streamBuild[R]) {
+	t.Helper()
+	handle, e, h, obs := observedStream(t, build)
+	batch := recs
+	var got [][]string
+	for delivery := 1; delivery <= 5 && len(batch) > 0; delivery++ {
+		cps, _ := handle(e.ctx(t, time500s), batch)
+		got = append(got, verdicts(obs.take()))
+		batch = nil
+		if slices.Equal(cps, cp(2)) {
+			batch = recs[1:] // Lambda retries from the checkpoint
+		} else if len(cps) != 0 {
+			t.Fatalf("delivery %d: checkpoints = %v, want %v or none", delivery, cps, cp(2))
+		}
+	}
+	want := [][]string{{"executed", "failed_unclassified", "blocked"}, {"failed_unclassified", "blocked"}, {"executed", "executed"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("verdicts per delivery = %v, want %v", got, want)
+	}
+	if b, c := h.runs.get("b"), h.runs.get("c"); b != 3 || c != 1 {
+		t.Errorf("the failing record ran %d times and the one after it %d; want 3 and 1", b, c)
 	}
 }
 
@@ -320,7 +397,7 @@ func TestDefaultLogInLambda(t *testing.T) {
 	})
 	recs := jsonLines(t, stdout)
 	bad := recordsOf(recs, "message_id", "m-bad")
-	if len(bad) != 1 || bad[0]["verdict"] != "failed_permanently" || bad[0]["key_hash"] == nil || bad[0]["level"] != "ERROR" {
+	if len(bad) != 1 || bad[0]["verdict"] != "failed_unclassified" || bad[0]["key_hash"] == nil || bad[0]["level"] != "ERROR" {
 		t.Fatalf("records of m-bad = %v, want one ERROR record with its verdict and key_hash; all:\n%s", bad, stdout)
 	}
 	if ok := recordsOf(recs, "message_id", "m-ok"); len(ok) != 0 {
@@ -341,7 +418,7 @@ func TestOneLoggerOption(t *testing.T) {
 	}
 	_, _ = handler(e.ctx(t, time500s), events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m-1", `{"event_id":"evt-1"}`)}})
 	recs := jsonLines(t, buf.String())
-	if len(recs) != 1 || recs[0]["message_id"] != "m-1" || recs[0]["verdict"] != "failed_permanently" {
+	if len(recs) != 1 || recs[0]["message_id"] != "m-1" || recs[0]["verdict"] != "failed_unclassified" {
 		t.Errorf("records = %v, want one, naming m-1 and its verdict", recs)
 	}
 }

@@ -251,7 +251,7 @@ func hasEventType(envs []Envelope) bool {
 // published attributes), the fingerprint covers it, and the handler gets
 // it (the SQS handler's msg.Body, the SNS handler's record's Message). A
 // message whose body is not in the envelope is not run: its key error
-// wraps ErrNotEnveloped (verdict invalid_key). SQS and SNS wrappers only:
+// wraps ErrNotEnveloped (verdict missing_key). SQS and SNS wrappers only:
 // Kinesis and DynamoDBStream refuse it.
 func WithEnvelope(envs ...Envelope) BatchOption {
 	return batchOption(func(c *config) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -682,5 +683,31 @@ func TestOptionKinds(t *testing.T) {
 	}
 	if _, ok := idemlambda.WithOptionalKey().(idemlambda.BatchOption); ok {
 		t.Error("an HTTP option is a BatchOption")
+	}
+}
+
+// A request let through without a key (WithOptionalKey) whose handler
+// panics is reported as panicked, as a keyed one is; the panic goes on to
+// the runtime.
+func TestHTTPUnkeyedPanicIsReported(t *testing.T) {
+	t.Parallel()
+	var obs observed
+	e := newEnv(t, idem.WithObserver(&obs))
+	h, err := idemlambda.HTTPAPI(e.runner, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		panic("handler bug")
+	}, idemlambda.WithOptionalKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != "handler bug" {
+				t.Errorf("recovered %v, want the handler's panic", p)
+			}
+		}()
+		_, _ = h(e.ctx(t, time.Minute), v2Req("POST", "/orders", "", `{}`))
+	}()
+	if got := verdicts(obs.take()); !slices.Equal(got, []string{"panicked"}) {
+		t.Errorf("observed %v, want [panicked]", got)
 	}
 }

@@ -192,12 +192,7 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 	case errors.Is(err, ErrUnidentifiedCaller):
 		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", err)
 	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:
-		resp, status, herr := w.run(ctx, req, event)
-		if herr != nil {
-			w.callHook(ctx, &resp, idem.Unkeyed)
-		}
-		w.runner.Report(idem.WithAnnotation(ctx, w.annotation(req, status)), "", idem.Outcome{Verdict: idem.Unkeyed}, herr)
-		return "", nil, &resp
+		return "", nil, w.unkeyed(ctx, req, event)
 	case err != nil:
 		return "", nil, w.refuse(ctx, req, httprule.KeyAnswer(w.cfg.keyParts, err), "", err)
 	}
@@ -233,6 +228,20 @@ func (c *config) requestKey(ctx context.Context, req httpRequest, body []byte) (
 // through that the wrapper cannot identify (ErrUnidentifiedCaller): the
 // cause is the server's configuration, which the log record names.
 const unidentifiedDetail = "The caller of this request cannot be identified, so its idempotency key cannot be kept apart from other callers' keys; it was not run."
+
+// unkeyed runs the handler for a request without a key, let through
+// unprotected (WithOptionalKey), and reports it: idem.Unkeyed, or
+// idem.Panicked when the handler panics, whose panic goes on to the
+// runtime.
+func (w *httpWrapper[Req, Resp]) unkeyed(ctx context.Context, req httpRequest, event Req) *Resp {
+	defer reportPanic(idem.WithAnnotation(ctx, w.annotation(req, 0)), w.runner, "")
+	resp, status, herr := w.run(ctx, req, event)
+	if herr != nil {
+		w.callHook(ctx, &resp, idem.Unkeyed)
+	}
+	w.runner.Report(idem.WithAnnotation(ctx, w.annotation(req, status)), "", idem.Outcome{Verdict: idem.Unkeyed}, herr)
+	return &resp
+}
 
 // doContext is the context of the runner's call for req: the wait of
 // WithWait, and the request's fingerprint (httprule.Fingerprint: the method,

@@ -115,7 +115,11 @@ func kinesisPayload(data []byte) []byte {
 // it is lost and none before it runs again; a record redelivered anyway (a
 // whole-batch retry, a bisected batch) replays its stored outcome. A record
 // is the checkpoint when it did not succeed, for the reasons an SQS message
-// is reported (see SQS): a transient failure, a key in progress elsewhere,
+// is reported (see SQS): a transient or unclassified failure (the record
+// runs again on the retry, and the shard moves on once it succeeds; the
+// runner's bound, idem.DefaultMaxAttempts without idem.WithMaxAttempts,
+// limits its executions, since a mapping retries until the record expires
+// by default: see docs/streams.md), a key in progress elsewhere,
 // no time left before the deadline, a panic, and a permanent failure (new or
 // replayed, retries exhausted, a key reused, a key or payload that cannot be
 // used), which it leaves to the mapping's MaximumRetryAttempts and

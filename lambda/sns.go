@@ -53,9 +53,12 @@ type snsEventKey struct{}
 // an event with a message that SQS would report for redelivery (see SQS:
 // every verdict but a success, unless WithAcknowledged names it), and nil
 // otherwise;
-// a retry replays the messages that succeeded (one store read each). The
-// batch options apply as to SQS but WithMessageGroupTenant, which is an
-// error; SNS sends one message per event.
+// a retry replays the messages that succeeded (one store read each), and a
+// message that did not runs again: Lambda's retries are the limit, as a
+// queue's redrive policy is for SQS (no bound of the runner's own unless
+// idem.WithMaxAttempts gives one). The batch options apply as to SQS but
+// WithMessageGroupTenant, which is an error; SNS sends one message per
+// event.
 func SNS(runner *idem.Runner, action string, key KeySource, handler func(ctx context.Context, rec events.SNSEventRecord) ([]byte, error), opts ...BatchOption) (func(context.Context, events.SNSEvent) error, error) {
 	if handler == nil {
 		return nil, errors.New("idemlambda: nil handler")

@@ -141,3 +141,32 @@ func TestSNSWithEventBridgeEnvelope(t *testing.T) {
 		t.Errorf("handler got %v; want the detail, once", msgs)
 	}
 }
+
+// SNS leaves the bound to Lambda's retries of the event: an ordinary error
+// runs on every invocation, however many (a function with more retries, or
+// an event published again), and is never exhausted by idem's own bound.
+func TestSNSHasNoBoundOfItsOwn(t *testing.T) {
+	t.Parallel()
+	e, v := observedEnv(t)
+	runs := 0
+	handle, err := idemlambda.SNS(e.runner, "ship-order", idemlambda.KeyFromBodyField("order_id"),
+		func(context.Context, events.SNSEventRecord) ([]byte, error) {
+			runs++
+			return nil, errors.New("carrier said no")
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := snsPublish{messageID: "95df01b4-ee98-5cb9-9903-4c221d41eb5e", timestamp: "2030-01-02T03:04:05.123Z", signature: "c2ln",
+		message: `{"order_id":"o-12"}`}
+	n := idem.DefaultMaxAttempts + 2
+	for i := range n {
+		var nd *idemlambda.NotDoneError
+		if err := handle(e.ctx(t, time.Minute), pub.lambdaEvent(t)); !errors.As(err, &nd) {
+			t.Fatalf("invocation %d = %v, want *NotDoneError", i+1, err)
+		}
+	}
+	if got := v.take(); runs != n || len(got) != n || got[n-1] != idem.FailedUnclassified {
+		t.Errorf("%d invocations ran the handler %d times, verdicts %v; want every one, failed_unclassified", n, runs, got)
+	}
+}

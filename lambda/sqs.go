@@ -142,6 +142,12 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // the dead-letter queue. WithAcknowledged acknowledges the verdicts it names
 // instead.
 //
+// The queue's limit is the limit: the wrapper's calls are marked with
+// idem.ContextWithSourceLimit, so that, unless the runner was given
+// idem.WithMaxAttempts, a message whose handler keeps failing (an outage,
+// transient; an error nobody classified, idem.FailedUnclassified) runs on
+// every receive until the redrive policy moves it to the dead-letter queue.
+//
 // It acknowledges (leaves out of the failures) successes, replays of stored
 // successes, and a message whose handler succeeded but whose outcome could
 // not be recorded (idem.OutcomeNotRecorded): redelivering it would run the
@@ -152,10 +158,10 @@ func SQSKey(source KeySource, action string, msg events.SQSMessage) (string, err
 // and whether it was reported, and observed once (idem.WithObserver),
 // whether it reached the runner or not (idem.Runner.Report).
 //
-// Messages of a standard queue run concurrently, at most WithConcurrency at
-// once; in a FIFO queue (an eventSourceARN ending in .fifo, or messages with
-// a MessageGroupId attribute) each message group runs in order, and groups
-// run concurrently within the same bound. Messages of one batch that share a
+// Messages of a standard queue (a fair queue's too, whose messages carry a
+// MessageGroupId) run concurrently, at most WithConcurrency at once; in a
+// FIFO queue (an eventSourceARN ending in .fifo) each message group runs in
+// order, and groups run concurrently within the same bound. Messages of one batch that share a
 // key run one after another in batch order, across groups too: the first
 // one executes, and a later one replays its outcome (the same body) or is
 // refused as a reused key (another body), instead of being refused as in
@@ -208,11 +214,14 @@ type sqsWrapper struct {
 	topicOf func(context.Context, events.SQSMessage) string
 }
 
-// IsFIFO reports whether a batch comes from a FIFO queue: an event source
-// ARN ending in .fifo, or a message with a MessageGroupId attribute.
+// IsFIFO reports whether a batch comes from a FIFO queue: a message whose
+// event source ARN (the queue's) ends in .fifo, as every FIFO queue's name
+// does. A MessageGroupId alone does not make one: a fair queue (a standard
+// queue whose messages carry a message group id, the tenant) delivers in
+// no order, and its batches run concurrently.
 func IsFIFO(ev events.SQSEvent) bool {
 	for _, m := range ev.Records {
-		if strings.HasSuffix(m.EventSourceARN, ".fifo") || m.Attributes["MessageGroupId"] != "" {
+		if strings.HasSuffix(m.EventSourceARN, ".fifo") {
 			return true
 		}
 	}
@@ -221,7 +230,9 @@ func IsFIFO(ev events.SQSEvent) bool {
 
 func (w *sqsWrapper) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	ctx = idem.ContextWithFingerprint(ctx, w.fingerprint)
+	// The queue's redrive policy (Lambda's retries, for SNS) limits the
+	// deliveries: no bound of the runner's own unless it was given one.
+	ctx = idem.ContextWithSourceLimit(idem.ContextWithFingerprint(ctx, w.fingerprint))
 	recs := make([]sqsRecord, len(ev.Records))
 	items := make([]batchItem, len(ev.Records))
 	for i, m := range ev.Records {

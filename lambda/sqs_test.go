@@ -88,7 +88,9 @@ func (h *testHandler) handle(ctx context.Context, m events.SQSMessage) ([]byte, 
 			return nil, core.MarkTransient(errors.New("downstream unavailable"))
 		}
 	case "permanent":
-		return nil, errors.New("order does not exist")
+		return nil, core.MarkPermanent(errors.New("order does not exist"))
+	case "error":
+		return nil, errors.New("warehouse said no") // nobody classified it
 	case "panic":
 		panic("handler bug")
 	case "advance_9s":
@@ -637,7 +639,7 @@ func TestIsFIFO(t *testing.T) {
 	}{
 		{"standard", events.SQSEvent{Records: []events.SQSMessage{m}}, false},
 		{"fifo ARN", events.SQSEvent{Records: []events.SQSMessage{fifoMsg("f", "g", "{}")}}, true},
-		{"group attribute only", events.SQSEvent{Records: []events.SQSMessage{g}}, true},
+		{"group attribute only: a fair queue", events.SQSEvent{Records: []events.SQSMessage{g}}, false},
 		{"empty", events.SQSEvent{}, false},
 	}
 	for _, tc := range tests {
@@ -663,4 +665,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A fair queue is a standard queue whose messages carry a MessageGroupId
+// (the tenant): its batch runs concurrently, not in order per group, and a
+// failure blocks nothing after it.
+func TestSQSFairQueueRunsConcurrently(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const n = 4
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	handler := func(ctx context.Context, m events.SQSMessage) ([]byte, error) {
+		if arrived.Add(1) == n {
+			close(all)
+		}
+		select { // each message waits until every one of the batch runs at once
+		case <-all:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if m.MessageId == "t1-1" {
+			return nil, errors.New("warehouse said no")
+		}
+		return []byte(`"ok"`), nil
+	}
+	handle, err := idemlambda.SQS(e.runner, "ledger", idemlambda.KeyFromMessageID(), handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []events.SQSMessage
+	for i := range n {
+		m := sqsMsg(fmt.Sprintf("t1-%d", i+1), fmt.Sprintf(`{"n":%d}`, i))
+		m.Attributes["MessageGroupId"] = "tenant-1" // one tenant: a FIFO queue would run them in order
+		msgs = append(msgs, m)
+	}
+	// A wall-clock bound only so that a wrapper that runs them in order
+	// fails instead of hanging; correct code never waits for it.
+	ctx, cancel := context.WithTimeout(e.ctx(t, time500s), 10*time.Second)
+	defer cancel()
+	resp, err := handle(ctx, events.SQSEvent{Records: msgs})
+	if err != nil || arrived.Load() != n {
+		t.Fatalf("resp = %+v, %v, %d messages ran; want all %d at once", resp, err, arrived.Load(), n)
+	}
+	if got := failureIDs(resp); !slices.Equal(got, []string{"t1-1"}) {
+		t.Errorf("batchItemFailures = %v, want [t1-1] alone: nothing after it is blocked", got)
+	}
 }

@@ -125,7 +125,13 @@ func (h *streamHandler) behave(id, do string) ([]byte, error) {
 			return nil, core.MarkTransient(errors.New("downstream unavailable"))
 		}
 	case "permanent":
-		return nil, errors.New("order does not exist")
+		return nil, core.MarkPermanent(errors.New("order does not exist"))
+	case "error":
+		return nil, errors.New("warehouse said no") // nobody classified it
+	case "error_twice":
+		if n <= 2 {
+			return nil, errors.New("warehouse said no") // nobody classified it
+		}
 	case "panic_once":
 		if n == 1 {
 			panic("handler bug")

@@ -36,6 +36,12 @@ var ErrResultOmitted = errors.New("idemlambda: stored result was omitted (too la
 // own retry policy (a Step Functions Retry, Lambda's asynchronous retries)
 // sees them. When handler ran but its outcome could not be recorded, its Out
 // is returned together with the error.
+//
+// The key's executions are bounded by the runner's bound
+// (idem.DefaultMaxAttempts without idem.WithMaxAttempts): more than
+// Lambda's asynchronous invocation runs an event (three times at most) and
+// a Step Functions Retry's default, so neither is cut short, and enough to
+// stop a synchronous caller that retries forever.
 func Typed[In, Out any](runner *idem.Runner, keyFn func(In) (string, error), handler func(ctx context.Context, in In) (Out, error), opts ...Option) (func(context.Context, In) (Out, error), error) {
 	if runner == nil {
 		return nil, errors.New("idemlambda: nil runner")

@@ -44,7 +44,7 @@ func TestTyped(t *testing.T) {
 			n := runs.inc(s.OrderID)
 			switch s.Fail {
 			case "permanent":
-				return label{}, errors.New("address invalid")
+				return label{}, core.MarkPermanent(errors.New("address invalid"))
 			case "transient":
 				return label{}, core.MarkTransient(errors.New("carrier down"))
 			}

@@ -196,7 +196,7 @@ type traceCase struct {
 }
 
 func traceCases() []traceCase {
-	perm := errors.New("mailbox does not exist")
+	perm := core.MarkPermanent(errors.New("mailbox does not exist"))
 	down := errors.New("store unreachable")
 	return []traceCase{
 		{name: "executed", run: func(e *env) (idem.Outcome, error) { return e.do(`{}`, ok) },
@@ -238,6 +238,8 @@ func traceCases() []traceCase {
 			verdict: idem.RetriesExhausted, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
 		{name: "failed permanently", run: func(e *env) (idem.Outcome, error) { return e.do(`{}`, failing(perm)) },
 			verdict: idem.FailedPermanently, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
+		{name: "failed unclassified", run: func(e *env) (idem.Outcome, error) { return e.do(`{}`, failing(errors.New("smtp said no"))) },
+			verdict: idem.FailedUnclassified, attempts: 1, ops: []string{idem.OpAcquire, idem.OpComplete}},
 		{name: "failed transiently", opts: []idem.Option{idem.WithRetry(1, time.Millisecond, time.Millisecond)},
 			run: func(e *env) (idem.Outcome, error) {
 				return e.do(`{}`, failing(core.MarkTransient(errors.New("smtp busy"))))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgo/idem/awsclassify"
 	"github.com/idemgo/idem/blob"
+	"github.com/idemgo/idem/core"
 )
 
 // API is the part of the S3 client that a Store calls. An *s3.Client
@@ -100,7 +101,8 @@ func (s *Store) Put(ctx context.Context, name string, data []byte) error {
 // Get implements blob.Store.Get with one GetObject that asks for the stored
 // checksum (ChecksumMode ENABLED). A body whose SHA-256 differs from the
 // checksum S3 returns is an error wrapping blob.ErrMismatch, whether the
-// SDK's own check or this one finds it; an object without a SHA-256
+// SDK's own check or this one finds it (marked permanent when this one
+// does); an object without a SHA-256
 // checksum is returned unchecked (the caller checks its own copy of the
 // sum). A body cut short is a transient error.
 func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
@@ -151,7 +153,7 @@ func (s *Store) get(ctx context.Context, name string, max int64) ([]byte, error)
 		// check of S3's checksum: the same comparison tells.
 		sum := sha256.Sum256(data)
 		if got := base64.StdEncoding.EncodeToString(sum[:]); got != want {
-			return nil, fmt.Errorf("s3blob: get s3://%s/%s: %w: body SHA-256 %s, S3 says %s", s.bucket, key, blob.ErrMismatch, got, want)
+			return nil, core.MarkPermanent(fmt.Errorf("s3blob: get s3://%s/%s: %w: body SHA-256 %s, S3 says %s", s.bucket, key, blob.ErrMismatch, got, want))
 		}
 	}
 	if err != nil {

@@ -107,6 +107,25 @@ var acquireCases = []testCase{
 			e.t.Fatalf("conflict record attempt %d, want 3", seen.Attempts)
 		}
 	}},
+	{"AcquireWithoutBound", "under core.NoAttemptLimit (a call whose source limits its deliveries: idem.ContextWithSourceLimit), Acquire retries a retryable failure past any bound: the sixth attempt is written, where a bound of 3 refuses the fourth", func(e *env) {
+		k := e.key()
+		unbounded := core.Policy{MaxAttempts: core.NoAttemptLimit}
+		for attempt := 1; attempt <= 6; attempt++ {
+			if attempt == 4 {
+				// Over the third failure, a bound of 3 refuses.
+				if _, _, err := e.acquire(k, "tok-bounded", fp, 2*attempt, 30); !errors.As(err, new(*idem.ConflictError)) {
+					e.t.Fatalf("Acquire over the third failure under a bound of 3 = %v, want a conflict", err)
+				}
+			}
+			now := e.at(2 * attempt)
+			rec := core.Reserve(k, fp, fmt.Sprintf("tok-%d", attempt), nil, now, now.Add(30*time.Second), retention)
+			got, _, err := e.s.(idem.Acquirer).Acquire(context.Background(), rec, now, unbounded)
+			if err != nil || got.Attempts != attempt {
+				e.t.Fatalf("Acquire %d without a bound = %v, %v; want attempt %d", attempt, got, err, attempt)
+			}
+			e.failRetryably(got, 2*attempt+1)
+		}
+	}},
 	{"AcquireRefusesAnotherPayload", "Acquire with another fingerprint is refused with a conflict holding the record, over a retryable failure and over an expired lease", func(e *env) {
 		k := e.key()
 		e.mustAcquire(k, "tok-a", 0, 30, 1, "")

@@ -38,7 +38,7 @@ var faultCases = []faultCase{
 		notApplied, runnerReserveNotApplied},
 	{"RunnerReserveAnswerLost", "through idem.Runner, with reads answered and with reads failing: a reservation whose answer is lost either executes (the store recognised its write) or returns a transient error without running the handler; a duplicate while the lease lives does not run it; in all, it runs once",
 		nil, runnerReserveAnswerLost},
-	{"RunnerRetryAnswersLost", "through idem.Runner: a handler that fails transiently once is retried in the call while the retryable failure's completion and the re-reservation lose their answers; either the store recognised its re-reservation and the retry runs, or the call ends with ErrTransientFailure and the re-reservation holds the key until its lease ends; in all, the handler runs twice, never twice under one live lease",
+	{"RunnerRetryAnswersLost", "through idem.Runner: a handler that fails transiently once is retried in the call under its reservation, with no write to the store between the tries, and the retry's success loses its answer; the store recognises the retried completion: Do returns the retry's result at attempt 1, a duplicate replays it, the handler ran twice",
 		nil, runnerRetryAnswersLost},
 	{"RunnerCompleteNotApplied", "through idem.Runner: a completion refused once at the transport is retried by the runner; Do returns the handler's result, a duplicate replays it, the handler ran once",
 		notApplied, runnerCompleteNotApplied},
@@ -48,7 +48,7 @@ var faultCases = []faultCase{
 		nil, runnerCompleteAnswerLost},
 	{"RunnerCompleteAnswerLostAlways", "through idem.Runner: when every completion's answer is lost, Do returns the result or ErrOutcomeNotRecorded; the outcome is stored anyway and a duplicate replays it; the handler ran once",
 		nil, runnerCompleteAnswerLostAlways},
-	{"RunnerStorm", "through idem.Runner, with its default memory of keys in progress: 100 deliveries over 10 s of a key another process holds make at most 11 store calls, each answered in progress with the holder's lease end; 100 more while every write is throttled make at most 5, each in progress or the store's transient error; once the holder's success is stored, a delivery replays it from the store before the lease ends; the handler never runs",
+	{"RunnerStorm", "through idem.Runner, with its default memory of keys in progress: 100 deliveries over 10 s of a key another process holds make at most 11 store calls, each answered in progress: with the holder's lease end from the store, or from the runner's memory with its next recheck of the key, before that lease end; 100 more while every write is throttled make at most 5, each in progress or the store's transient error; once the holder's success is stored, a delivery replays it from the store before the lease ends; the handler never runs",
 		nil, runnerStorm},
 }
 

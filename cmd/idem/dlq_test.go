@@ -117,7 +117,7 @@ func TestDLQUsage(t *testing.T) {
 		{"redrive without keys", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--table", "t1x"}, "or --no-release to move the messages only"},
 		{"redrive of an HTTP configuration", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--table", "t1x", "--key-source", "header:X-Id", "--action", "a"}, "must be an SQS wrapper's"},
 		{"no-release with keys", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--no-release", "--action", "a"}, "takes no key configuration"},
-		{"bad rate", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--no-release", "--rate", "-1"}, "--rate and --max want 0 or more"},
+		{"bad rate", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--no-release", "--rate", "-1"}, "--rate, --max and --max-attempts want 0 or more"},
 	}
 	for _, tc := range tests {
 		r := cmd(t, t0, nil, tc.args...)

@@ -50,7 +50,25 @@ type nextCall struct {
 	Attempt     int        `json:"attempt,omitempty"`
 	RetryAt     *time.Time `json:"retry_at,omitempty"`
 	Detail      string     `json:"detail"`
-	MaxAttempts int        `json:"max_attempts"`
+	MaxAttempts int        `json:"max_attempts"` // the bound applied; 0: none
+}
+
+// maxAttemptsUsage is --max-attempts's usage, for inspect and release.
+const maxAttemptsUsage = "the runner's WithMaxAttempts, for the next call's decision; 0 or unset, the runner's default for the source: no bound for an SQS message (the SQS wrapper's: the queue limits its deliveries), idem.DefaultMaxAttempts for a key or a request"
+
+// attemptLimit is the bound of a key's executions the next call's decision
+// applies: --max-attempts's n if positive, else the runner's default for
+// the source k names.
+func (k *keyFlags) attemptLimit(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, usageErrorf("--max-attempts %d: want the runner's WithMaxAttempts (at least 1), or 0 for its default", n)
+	case n > 0:
+		return n, nil
+	case k.sqsEvent != "":
+		return core.NoAttemptLimit, nil
+	}
+	return idem.DefaultMaxAttempts, nil
 }
 
 const keySynopsis = "(--key KEY | --sqs-event FILE [--message N] | --http-event FILE --kind rest|httpapi|url|alb) " +
@@ -60,12 +78,15 @@ func (c *cli) inspect(ctx context.Context, args []string) error {
 	o := c.flags("inspect", "--table T "+keySynopsis+" [--max-attempts N] [--json]")
 	var k keyFlags
 	k.register(o.fs)
-	maxAttempts := o.fs.Int("max-attempts", idem.DefaultMaxAttempts, "the runner's WithMaxAttempts, for the next call's decision")
+	maxAttempts := o.fs.Int("max-attempts", 0, maxAttemptsUsage)
 	if err := o.parse(args); err != nil {
 		return err
 	}
 	key, source, err := k.resolve(&o.layout)
 	if err != nil {
+		return err
+	}
+	if *maxAttempts, err = k.attemptLimit(*maxAttempts); err != nil {
 		return err
 	}
 	store, err := c.open(ctx, o)
@@ -120,6 +141,9 @@ func decision(rec core.Record, now time.Time, maxAttempts int) core.Decision {
 func decide(rec core.Record, now time.Time, maxAttempts int) *nextCall {
 	d := decision(rec, now, maxAttempts)
 	n := &nextCall{Action: d.Action.String(), MaxAttempts: maxAttempts}
+	if maxAttempts == core.NoAttemptLimit {
+		n.MaxAttempts = 0
+	}
 	switch d.Action {
 	case core.Execute:
 		n.Attempt = d.Attempt
@@ -154,7 +178,11 @@ func (c *cli) show(asJSON bool, v inspectView, now time.Time) error {
 
 func writeRecord(w io.Writer, v inspectView, now time.Time) error {
 	r := v.Record
-	next := fmt.Sprintf("%s: %s (with the same payload, max attempts %d)", v.NextCall.Action, v.NextCall.Detail, v.NextCall.MaxAttempts)
+	bound := "no bound on attempts"
+	if v.NextCall.MaxAttempts > 0 {
+		bound = fmt.Sprintf("max attempts %d", v.NextCall.MaxAttempts)
+	}
+	next := fmt.Sprintf("%s: %s (with the same payload, %s)", v.NextCall.Action, v.NextCall.Detail, bound)
 	errText := "-"
 	if r.Error != "" {
 		errText = strings.Join(strings.Fields(r.Error), " ")

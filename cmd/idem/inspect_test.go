@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -345,4 +346,55 @@ func TestInspectWrongAction(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The next call's decision follows the runner's default for the source: an
+// SQS message, whose queue limits its deliveries, has no bound (a
+// retryable failure after 6 receives runs again on a redrive); a key has
+// idem.DefaultMaxAttempts; --max-attempts says the runner's own.
+func TestInspectBoundFollowsTheSource(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	runner, err := idem.New(f.store, idem.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler, err := idemlambda.SQS(runner, "notify", idemlambda.KeyFromBodyField("event_id"),
+		func(context.Context, events.SQSMessage) ([]byte, error) { return nil, errors.New("smtp said no") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := events.SQSMessage{MessageId: "m-3", Body: `{"event_id":"e-3"}`, EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:q"}
+	for range idem.DefaultMaxAttempts + 1 {
+		if _, err := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{msg}})
+	eventFile := writeFile(t, "event.json", string(raw))
+	key, err := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), "notify", msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		action string
+		max    int
+	}{
+		{"an SQS message", []string{"--sqs-event", eventFile, "--key-source", "body:event_id", "--action", "notify"}, "execute", 0},
+		{"a key", []string{"--key", key}, "reject", idem.DefaultMaxAttempts},
+		{"a key, with the runner's bound", []string{"--key", key, "--max-attempts", "10"}, "execute", 10},
+	} {
+		v := decodeJSON[inspectView](t, mustCmd(t, exitOK, now, nil, append([]string{"inspect", "--table", f.table, "--json"}, tc.args...)...).stdout)
+		if v.Record == nil || v.Record.Attempts != idem.DefaultMaxAttempts+1 || v.NextCall == nil || v.NextCall.Action != tc.action || v.NextCall.MaxAttempts != tc.max {
+			t.Errorf("%s: record %+v, next call %+v; want %d attempts, %s under max attempts %d (0: none)", tc.name, v.Record, v.NextCall, idem.DefaultMaxAttempts+1, tc.action, tc.max)
+		}
+	}
+	r := mustCmd(t, exitOK, now, nil, "inspect", "--table", f.table, "--sqs-event", eventFile, "--key-source", "body:event_id", "--action", "notify")
+	if !strings.Contains(r.stdout, "(with the same payload, no bound on attempts)") {
+		t.Errorf("inspect of the SQS message:\n%s\nwant the next call without a bound", r.stdout)
+	}
+	mustCmd(t, exitUsage, now, nil, "inspect", "--table", f.table, "--key", key, "--max-attempts", "-1")
 }

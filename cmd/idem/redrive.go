@@ -100,7 +100,7 @@ func (c *cli) redriveFlags() *redriveRun {
 	fs.BoolVar(&r.dryRun, "dry-run", false, "say what the redrive would do, message by message, and change nothing (every message received is made visible again)")
 	fs.Float64Var(&r.rate, "rate", defaultRedriveRate, "move at most this many `messages` a second (0: no limit)")
 	fs.IntVar(&r.max, "max", 0, "handle at most this many `messages` (0: every message)")
-	fs.IntVar(&r.maxAttempts, "max-attempts", idem.DefaultMaxAttempts, "the runner's WithMaxAttempts: a retryable failure with this many attempts has exhausted its retries")
+	fs.IntVar(&r.maxAttempts, "max-attempts", 0, "the runner's WithMaxAttempts: a retryable failure with this many attempts has exhausted its retries (0 or unset: the SQS wrapper's default, no bound: the queue limits deliveries)")
 	fs.DurationVar(&r.visibility, "visibility-timeout", defaultRedriveVisibility, "how long each message received stays hidden from other receives while the run handles it (whole seconds)")
 	return r
 }
@@ -115,8 +115,8 @@ func (r *redriveRun) parse(args []string) (idemlambda.KeyConfig, error) {
 	switch {
 	case r.queueURL == "":
 		return kc, usageErrorf("no queue: pass --queue-url with the dead-letter queue's URL")
-	case r.rate < 0 || r.max < 0 || r.maxAttempts < 1:
-		return kc, usageErrorf("--rate and --max want 0 or more, --max-attempts 1 or more")
+	case r.rate < 0 || r.max < 0 || r.maxAttempts < 0:
+		return kc, usageErrorf("--rate, --max and --max-attempts want 0 or more")
 	case r.noRelease && r.keys.set():
 		return kc, usageErrorf("--no-release reads no record: it takes no key configuration")
 	case r.noRelease:
@@ -124,6 +124,9 @@ func (r *redriveRun) parse(args []string) (idemlambda.KeyConfig, error) {
 	case r.o.table == "" || !r.keys.set():
 		return kc, usageErrorf("redrive releases the record of each message that would not run again on its own: pass --table (or set IDEM_TABLE) " +
 			"and the function's key configuration (--key-config, or --key-source and --action), or --no-release to move the messages only")
+	}
+	if r.maxAttempts == 0 {
+		r.maxAttempts = core.NoAttemptLimit
 	}
 	kc, err := r.keys.load()
 	if err != nil {

@@ -32,7 +32,7 @@ func (c *cli) release(ctx context.Context, args []string) error {
 	fence := o.fs.String("fence", "", "delete only the record inspect showed with this `fence` (STATUS/ATTEMPTS/TOKEN)")
 	yes := o.fs.Bool("yes", false, "release without asking for confirmation")
 	force := o.fs.Bool("force", false, "release an in-progress record even while its lease lives (a second execution may then run beside the first)")
-	maxAttempts := o.fs.Int("max-attempts", idem.DefaultMaxAttempts, "the runner's WithMaxAttempts, for the next call's decision shown and for --verdict retries_exhausted")
+	maxAttempts := o.fs.Int("max-attempts", 0, maxAttemptsUsage+"; with --verdict retries_exhausted, idem.DefaultMaxAttempts unless given")
 	cacheTTL := o.fs.Duration("cache-ttl", idem.DefaultCacheTTL, "the runners' WithCacheTTL, for how long a warm process may still replay a released success")
 	if err := o.parse(args); err != nil {
 		return err
@@ -44,10 +44,17 @@ func (c *cli) release(ctx context.Context, args []string) error {
 		if k.key != "" || k.sqsEvent != "" || k.httpEvent != "" || *fence != "" || *force {
 			return usageErrorf("--status and --verdict release every record they select: they take no key (--key, --sqs-event, --http-event), --fence or --force")
 		}
-		return c.releaseAll(ctx, o, b, *yes, *maxAttempts)
+		limit, err := k.attemptLimit(*maxAttempts) // no event: a key's default
+		if err != nil {
+			return err
+		}
+		return c.releaseAll(ctx, o, b, *yes, limit)
 	}
 	key, source, err := k.resolve(&o.layout)
 	if err != nil {
+		return err
+	}
+	if *maxAttempts, err = k.attemptLimit(*maxAttempts); err != nil {
 		return err
 	}
 	if *fence != "" {

@@ -54,8 +54,12 @@
 //     transiently while the message's ApproximateReceiveCount is 1 (so the
 //     first delivery is reported and the redelivery succeeds), "transient"
 //     always fails transiently, "poison" fails permanently (marked so),
-//     "error" returns an ordinary error that no classifier knows (so
-//     permanent too);
+//     "error" returns an ordinary error that no classifier knows (not
+//     retried in the call; the next receive runs it again);
+//   - orders-consumer, body field "outage_receives": N: the warehouse
+//     answers 503 (transient, by its status) while the message's
+//     ApproximateReceiveCount is N or less, so that a test sets how long an
+//     outage lasts in receives, whatever the machine's speed;
 //   - orders-consumer, body field "sleep_ms": N sleeps N milliseconds before
 //     writing the ledger entry, ignoring the deadline, while the message's
 //     ApproximateReceiveCount is 1 (so that a first delivery is killed by

@@ -112,6 +112,17 @@ var (
 	errSMTP   = errors.New("535 authentication failed (test hook)")
 )
 
+// warehouseDown is the outage of the test hook outage_receives: the
+// warehouse answering 503, which core.HTTPStatusClassifier takes for
+// transient, as it would the error of an HTTP client that reports the
+// status.
+type warehouseDown struct{}
+
+func (warehouseDown) Error() string {
+	return "orders: warehouse answered 503 Service Unavailable (test hook)"
+}
+func (warehouseDown) HTTPStatusCode() int { return 503 }
+
 func appendLedger(ctx context.Context, d Deps, msg events.SQSMessage) ([]byte, error) {
 	var ev OrderPlaced
 	if err := json.Unmarshal([]byte(msg.Body), &ev); err != nil {
@@ -125,11 +136,16 @@ func appendLedger(ctx context.Context, d Deps, msg events.SQSMessage) ([]byte, e
 		if ev.SleepMs > 0 && receives <= 1 {
 			time.Sleep(time.Duration(ev.SleepMs) * time.Millisecond) // deliberately deaf to ctx
 		}
+		if receives <= ev.OutageReceives {
+			return nil, fmt.Errorf("orders: reserve stock: %w", warehouseDown{})
+		}
 		switch ev.Fail {
 		case "poison":
 			return nil, core.MarkPermanent(errPoison)
 		case "error":
-			return nil, fmt.Errorf("orders: notify the customer: %w", errSMTP) // unmarked: permanent
+			// No mark, no classifier: not retried in the call, run
+			// again by the next receive.
+			return nil, fmt.Errorf("orders: notify the customer: %w", errSMTP)
 		case "transient":
 			return nil, core.MarkTransient(errors.New("orders: ledger unavailable (test hook)"))
 		case "transient_once":

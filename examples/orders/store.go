@@ -65,10 +65,11 @@ type OrderPlaced struct {
 	OrderID     string `json:"order_id"`     // OrderID is the order placed.
 	CustomerID  string `json:"customer_id"`  // CustomerID is the ordering customer.
 	AmountCents int64  `json:"amount_cents"` // AmountCents is the order's amount.
-	// Fail and SleepMs are test hooks (see the package documentation);
-	// orders-api never sets them.
-	Fail    string `json:"fail,omitempty"`     // Fail is a test hook: transient_once, transient or poison.
-	SleepMs int    `json:"sleep_ms,omitempty"` // SleepMs is a test hook: milliseconds to sleep on a first delivery.
+	// Fail, OutageReceives and SleepMs are test hooks (see the package
+	// documentation); orders-api never sets them.
+	Fail           string `json:"fail,omitempty"`            // Fail is a test hook: transient_once, transient, poison or error.
+	OutageReceives int    `json:"outage_receives,omitempty"` // OutageReceives is a test hook: the receives the warehouse answers 503 on.
+	SleepMs        int    `json:"sleep_ms,omitempty"`        // SleepMs is a test hook: milliseconds to sleep on a first delivery.
 }
 
 // Orders stores orders. Implementations are safe for concurrent use.

@@ -149,7 +149,9 @@ func (d drawer) deliveries(sv *Service) {
 	sv.Burst = d.float(0, 0.3)
 }
 
-// handler draws the handler's durations and outcomes. Without renewal, a
+// handler draws the handler's durations and outcomes (ordinary errors
+// too, permanent under WithUnclassifiedPermanent now and then), and whether
+// its calls are marked source-limited. Without renewal, a
 // handler stays below the lease without a deadline less twice the margin.
 func (d drawer) handler(sv *Service) {
 	sv.HandlerMin = d.dur(0, 50*time.Millisecond)
@@ -158,6 +160,10 @@ func (d drawer) handler(sv *Service) {
 		sv.HandlerMax = min(sv.HandlerMax, sv.leaseWithoutDeadline()-3*sv.leaseMargin())
 	}
 	sv.Success, sv.Transient, sv.Permanent = d.float(0.3, 0.9), d.float(0, 0.5), d.float(0, 0.1)
+	if d.p(0.5) {
+		sv.Ordinary = d.float(0, 0.1)
+	}
+	sv.UnclassifiedPermanent, sv.SourceLimited = d.p(0.2), d.p(0.3)
 	if d.p(0.2) {
 		sv.NoRecord = d.float(0, 0.1)
 	}

@@ -84,6 +84,8 @@ type call struct {
 	started    bool          // the runner started it (Tracer.StartCall)
 	try        *try          // the running handler try, if any
 	lastTry    tryClass      // outcome of its last finished try
+	tries      int           // handler tries it started
+	execLife   int           // the record lifetime its tries ran in (0: none yet)
 	success    string        // resultKey of the success the store accepted from it
 	held       time.Time     // lease end of the reservation the runner holds
 	expect     *renewal      // the renewal goroutine its next try starts
@@ -194,7 +196,11 @@ func (s *simulation) spawn(d *delivery) {
 	d.sent = s.sentN
 	c := t.addCall(d)
 	s.start(t, func() {
-		out, err := t.sb.runner.Do(t.ctx, c.ks.key, c.d.payload(), c.handle)
+		var ctx context.Context = t.ctx
+		if sv.SourceLimited {
+			ctx = idem.ContextWithSourceLimit(ctx)
+		}
+		out, err := t.sb.runner.Do(ctx, c.ks.key, c.d.payload(), c.handle)
 		s.finishCall(c, out, err)
 	})
 }

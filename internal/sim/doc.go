@@ -45,9 +45,10 @@
 //     clock; the context is cancelled when it passes and the process goes
 //     on); and callers that hang up (context.Canceled);
 //   - handler tries of random duration that succeed, fail transiently
-//     (core.MarkTransient, sometimes with a Retry-After), fail permanently,
-//     or refuse and ask to leave no record (core.MarkNoRecord, an HTTP
-//     handler's 401: the runner releases its reservation),
+//     (core.MarkTransient, sometimes with a Retry-After), fail permanently
+//     (core.MarkPermanent), fail with an ordinary error, or refuse and ask
+//     to leave no record (core.MarkNoRecord, an HTTP handler's 401: the
+//     runner releases its reservation),
 //     heeding their context (a try stops when its context ends and returns
 //     the context's error); optionally some that overrun it (Service.Overrun);
 //   - deliveries at random times over a few keys per service, bursts of
@@ -79,15 +80,19 @@
 //     once it passed the end a heeding try would have had.
 //  4. Outcome: every call ends in a recorded outcome, ErrInProgress,
 //     ErrKeyReused (only if another payload ever held the key),
-//     ErrRetriesExhausted, ErrTransientFailure, a permanent failure (a
+//     ErrRetriesExhausted, ErrTransientFailure, ErrUnclassifiedFailure, a
+//     permanent failure (a
 //     replayed one only if one was recorded), ErrOutcomeNotRecorded or
 //     ErrLeaseLost, ErrCommitRefused (only if the store accepted no success
 //     from the call), a store error (injected or the context's), or a crash. A
 //     new result must be one the store accepted from this call; a replayed
 //     result must be one the store accepted for this key and payload.
-//  5. Attempts: the handler tries of a key in one record lifetime, across
-//     deliveries and in-process retries, never exceed the service's maximum
-//     attempts.
+//  5. Attempts: the executions of a key in one record lifetime (the calls
+//     that ran its handler, however many in-process tries each made) never
+//     exceed the service's maximum attempts (WithMaxAttempts's; none for
+//     calls marked with idem.ContextWithSourceLimit, the SQS wrapper's
+//     included; else idem.DefaultMaxAttempts), and a call's tries never
+//     exceed WithRetry's.
 //  6. StoreContract: a write retried after its answer was lost is recognised
 //     (an identical reservation or completion succeeds); a completion from
 //     the holder of a retained record is accepted; a completion of a record
@@ -122,6 +127,10 @@
 //  15. Batch: a batch wrapper reports exactly the records that did not
 //     succeed, and an ordered lane runs no record after its first that did
 //     not.
+//  16. Classification: a try that failed with an ordinary error (no mark,
+//     no classifier) is never recorded as a permanent failure unless the
+//     service runs idem.WithUnclassifiedPermanent, and a call that ends
+//     failed_unclassified (ErrUnclassifiedFailure) had such a try last.
 //
 // # Capabilities
 //

@@ -9,11 +9,13 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// Handler errors of the simulated handler.
+// Handler errors of the simulated handler: marked transient, marked
+// permanent, and ordinary (no mark, no classifier knows it).
 var (
 	errTransient = errors.New("sim: handler failed transiently")
 	errPermanent = errors.New("sim: handler failed permanently")
 	errRefused   = errors.New("sim: handler refused the request for its credentials")
+	errOrdinary  = errors.New("sim: handler failed with an ordinary error")
 )
 
 // handle is the simulated handler: one try of a drawn duration and outcome,
@@ -83,11 +85,11 @@ func (c *call) ctxErr() error {
 }
 
 // outcome draws what the try returns: a result, a transient failure (now
-// and then with a Retry-After), a permanent one, or a refusal that leaves
-// no record.
+// and then with a Retry-After), a permanent one, a refusal that leaves no
+// record, or an ordinary error.
 func (c *call) outcome(tr *try) ([]byte, error) {
 	s, sv := c.t.s, c.d.sv
-	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent + sv.NoRecord)
+	r := s.rng.Float64() * (sv.Success + sv.Transient + sv.Permanent + sv.NoRecord + sv.Ordinary)
 	switch {
 	case r < sv.Success:
 		c.lastTry = trySuccess
@@ -98,10 +100,13 @@ func (c *call) outcome(tr *try) ([]byte, error) {
 			return nil, core.MarkTransientAfter(errTransient, s.between(0, 3*time.Second))
 		}
 		return nil, core.MarkTransient(errTransient)
-	case r >= sv.Success+sv.Transient+sv.Permanent:
+	case r < sv.Success+sv.Transient+sv.Permanent:
+		c.lastTry = tryPermanent
+		return nil, core.MarkPermanent(errPermanent)
+	case r < sv.Success+sv.Transient+sv.Permanent+sv.NoRecord:
 		c.lastTry = tryNoRecord
 		return nil, core.MarkNoRecord(errRefused)
 	}
-	c.lastTry = tryPermanent
-	return nil, errPermanent
+	c.lastTry = tryOrdinary
+	return nil, errOrdinary
 }

@@ -112,7 +112,7 @@ var histNames = [...]string{
 var classNames = [...]string{
 	outCrash: "crashed", outSuccess: "success", outReplay: "replayed", outInProgress: "in progress",
 	outKeyReused: "key reused", outPermanent: "permanent failure", outExhausted: "retries exhausted",
-	outTransient: "transient failure", outNotRecorded: "outcome not recorded", outCommitRefused: "commit refused", outStoreError: "store error",
+	outTransient: "transient failure", outUnclassified: "unclassified failure", outNotRecorded: "outcome not recorded", outCommitRefused: "commit refused", outStoreError: "store error",
 	outOther: "UNDOCUMENTED",
 }
 

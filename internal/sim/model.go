@@ -25,8 +25,9 @@ const (
 	// Outcome: every delivery ends in a documented way, and what it
 	// reports agrees with the store.
 	Outcome
-	// Attempts: the handler tries of a key, in one record lifetime, never
-	// exceed its maximum attempts.
+	// Attempts: the executions of a key in one record lifetime (the calls
+	// that ran its handler, however many tries each) never exceed its
+	// maximum attempts, and a call's tries never exceed WithRetry's.
 	Attempts
 	// StoreContract: a write retried after its answer was lost is
 	// recognised, a legal write is accepted, a completion of a record past
@@ -63,6 +64,10 @@ const (
 	// succeed, and an ordered lane runs no record after its first that did
 	// not.
 	Batch
+	// Classification: an ordinary error (no mark, no classifier) is
+	// recorded as a retryable failure, never a permanent one, unless the
+	// service runs WithUnclassifiedPermanent.
+	Classification
 )
 
 var invariantNames = map[Invariant]string{
@@ -72,6 +77,7 @@ var invariantNames = map[Invariant]string{
 	StepResult: "a skipped step returns its lifetime's result", StepLiveness: "a step is refused only without time",
 	HandlerContext: "no live context beside another execution", Staged: "staged writes land with their success",
 	ReplayExact: "replays are exact", Release: "a release is final", Batch: "batch reports and lanes",
+	Classification: "an error is retried unless known to be permanent",
 }
 
 // String returns the invariant's number and name.
@@ -91,7 +97,8 @@ type keyState struct {
 	open []*try // tries running now
 
 	lifeStart time.Duration     // when the current record lifetime began
-	lifeTries int               // handler tries in it
+	life      int               // the number of the current record lifetime, from 1
+	lifeExecs int               // executions in it: calls that ran the handler
 	steps     map[string]string // steps the store accepted in it, with their results
 
 	lastSuccess     core.Record // the last success the store accepted
@@ -123,7 +130,8 @@ func (s *simulation) keyState(name string, sv *service) *keyState {
 
 // newLifetime starts a record lifetime of ks: no step, no try yet.
 func (s *simulation) newLifetime(ks *keyState) {
-	ks.lifeStart, ks.lifeTries, ks.steps = s.now, 0, nil
+	ks.lifeStart, ks.lifeExecs, ks.steps = s.now, 0, nil
+	ks.life++
 }
 
 // afterReserve checks a reservation's answer from the inner store against
@@ -257,6 +265,10 @@ func (s *simulation) recordOutcome(c *call, ks *keyState, rec, got core.Record) 
 		if c.lastTry == tryCtx {
 			s.violate(Cancellation, ks, "permanent failure %s (%q) recorded for a try that returned its context's error (%v)",
 				rec, rec.Error, c.t.cancelErr)
+		}
+		if c.lastTry == tryOrdinary && !ks.sv.UnclassifiedPermanent {
+			s.violate(Classification, ks, "permanent failure %s (%q) recorded for an ordinary error, without WithUnclassifiedPermanent",
+				rec, rec.Error)
 		}
 	default: // a retryable failure keeps the steps the runner knows of
 		for _, st := range rec.Steps {

@@ -42,6 +42,10 @@ func (s *simulation) checkOutcome(c *call, out idem.Outcome, err error) outClass
 		if c.success != "" {
 			s.violate(Outcome, ks, "delivery %d was told its commit was refused, but the store accepted its success %s", c.d.id, c.success)
 		}
+	case outUnclassified:
+		if c.lastTry != tryOrdinary {
+			s.violate(Classification, ks, "delivery %d ended failed_unclassified, but its last try's error was classified (%v): %v", c.d.id, c.lastTry, err)
+		}
 	case outOther:
 		s.violate(Outcome, ks, "delivery %d ended with an undocumented error: %v", c.d.id, err)
 	}
@@ -91,6 +95,7 @@ const (
 	outPermanent
 	outExhausted
 	outTransient
+	outUnclassified
 	outNotRecorded
 	outCommitRefused
 	outStoreError
@@ -114,6 +119,8 @@ func classify(err error) outClass {
 		return outExhausted
 	case errors.Is(err, idem.ErrTransientFailure):
 		return outTransient
+	case errors.Is(err, idem.ErrUnclassifiedFailure):
+		return outUnclassified
 	case errors.Is(err, core.ErrPermanentFailure):
 		return outPermanent
 	case errors.Is(err, ErrInjected) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -131,7 +138,7 @@ func (st *Stats) count(c outClass, out idem.Outcome) {
 	}
 	p := [...]*int{outSuccess: &st.Successes, outReplay: &st.Replays, outInProgress: &st.InProgress,
 		outKeyReused: &st.KeyReused, outPermanent: &st.Permanent, outExhausted: &st.Exhausted,
-		outTransient: &st.Transient, outNotRecorded: &st.NotRecorded, outCommitRefused: &st.CommitRefused, outStoreError: &st.StoreErrors,
+		outTransient: &st.Transient, outUnclassified: &st.Unclassified, outNotRecorded: &st.NotRecorded, outCommitRefused: &st.CommitRefused, outStoreError: &st.StoreErrors,
 		outOther: &st.Undocumented}
 	if c != outCrash {
 		*p[c]++

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
 
@@ -94,10 +95,19 @@ type Service struct {
 	// store must refuse.
 	Overrun                float64
 	OverrunMin, OverrunMax time.Duration
-	// Success, Transient and Permanent weigh a try's outcome; NoRecord a
-	// try that asks to leave no record (core.MarkNoRecord: an HTTP
-	// handler's 401 or 403), whose reservation the runner releases.
-	Success, Transient, Permanent, NoRecord float64
+	// Success, Transient, Permanent and Ordinary weigh a try's outcome: a
+	// result, an error marked transient, one marked permanent, an ordinary
+	// error that nothing classifies; NoRecord a try that asks to leave no
+	// record (core.MarkNoRecord: an HTTP handler's 401 or 403), whose
+	// reservation the runner releases.
+	Success, Transient, Permanent, NoRecord, Ordinary float64
+	// UnclassifiedPermanent makes ordinary errors permanent
+	// (idem.WithUnclassifiedPermanent).
+	UnclassifiedPermanent bool
+	// SourceLimited marks the service's calls as from a source that limits
+	// its deliveries itself (idem.ContextWithSourceLimit): without
+	// MaxAttempts, its keys have no bound. The SQS wrapper marks its own.
+	SourceLimited bool
 	// ArrivalGap is the mean time between new deliveries of the service.
 	ArrivalGap time.Duration
 	// ActiveKeys is how many keys receive deliveries at a time; NewKey is
@@ -165,11 +175,25 @@ func (sv *Service) storedKey(name string) string {
 // and of a service with GroupTenant.
 const simGroup = "g"
 
+// maxAttempts is the bound of the executions of the service's keys:
+// WithMaxAttempts's; else none for calls marked source-limited
+// (SourceLimited, or through the SQS wrapper); else the default.
 func (sv *Service) maxAttempts() int {
-	if sv.MaxAttempts > 0 {
+	switch {
+	case sv.MaxAttempts > 0:
 		return sv.MaxAttempts
+	case sv.SourceLimited || sv.Batch == SQSStandard || sv.Batch == SQSFIFO:
+		return core.NoAttemptLimit
 	}
 	return idem.DefaultMaxAttempts
+}
+
+// attemptsPerCall is the bound of a call's tries (WithRetry's).
+func (sv *Service) attemptsPerCall() int {
+	if sv.Retry.Attempts > 0 {
+		return sv.Retry.Attempts
+	}
+	return idem.DefaultAttemptsPerCall
 }
 
 func (sv *Service) leaseMargin() time.Duration {

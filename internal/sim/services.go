@@ -16,13 +16,14 @@ func keyTraffic(sv Service, gap time.Duration) Service {
 }
 
 // Lambda is a Lambda function with the default options: deadlines of 1 s to
-// a minute, killed when they pass; handlers of up to 10 s.
+// a minute, killed when they pass; handlers of up to 10 s, some failing
+// with ordinary errors.
 func Lambda() Service {
 	return keyTraffic(Service{
 		Name:       "lambda",
 		Deadlines:  []DeadlineMode{{Kind: Kill, Min: time.Second, Max: time.Minute}},
 		HandlerMin: time.Millisecond, HandlerMax: 10 * time.Second,
-		Success: 0.8, Transient: 0.15, Permanent: 0.05,
+		Success: 0.8, Transient: 0.12, Permanent: 0.04, Ordinary: 0.04,
 		RedeliverMin: time.Second, RedeliverMax: 2 * time.Minute,
 	}, 2*time.Second)
 }
@@ -59,8 +60,9 @@ func NoDeadlineRetries() Service {
 	}, 30*time.Second)
 }
 
-// MaxAttempts3 allows three executions per key, three per call, on a
-// Lambda with 5 to 30 s deadlines; most tries fail transiently.
+// MaxAttempts3 allows three executions per key, three tries per call, on a
+// Lambda with 5 to 30 s deadlines; most tries fail transiently, some with
+// ordinary errors.
 func MaxAttempts3() Service {
 	return keyTraffic(Service{
 		Name:        "max-attempts",
@@ -68,7 +70,7 @@ func MaxAttempts3() Service {
 		Retry:       Retry{Attempts: 3, Base: 100 * time.Millisecond, Max: 2 * time.Second},
 		Deadlines:   []DeadlineMode{{Kind: Kill, Min: 5 * time.Second, Max: 30 * time.Second}},
 		HandlerMin:  time.Millisecond, HandlerMax: 3 * time.Second,
-		Success: 0.25, Transient: 0.7, Permanent: 0.05,
+		Success: 0.25, Transient: 0.6, Permanent: 0.05, Ordinary: 0.1,
 		RedeliverMin: time.Second, RedeliverMax: time.Minute,
 	}, time.Second)
 }
@@ -92,18 +94,20 @@ func TinyTimeouts() Service {
 // cancel the context, callers that hang up, a result cache, a memory of
 // keys in progress small enough to forget keys, rechecked every 250 ms, and
 // handlers that now and then refuse a request for its credentials (an
-// answer that leaves no record).
+// answer that leaves no record), and ordinary errors kept permanent
+// (idem.WithUnclassifiedPermanent).
 func HTTPService() Service {
 	return keyTraffic(Service{
 		Name:  "http",
 		Cache: 64, InProgressMemory: 4, InProgressRecheck: 250 * time.Millisecond,
+		UnclassifiedPermanent: true,
 		Deadlines: []DeadlineMode{
 			{Kind: Cancel, Min: time.Second, Max: 30 * time.Second},
 			{Kind: NoDeadline},
 		},
 		ClientCancel: 0.1,
 		HandlerMin:   time.Millisecond, HandlerMax: 5 * time.Second,
-		Success: 0.75, Transient: 0.15, Permanent: 0.05, NoRecord: 0.05,
+		Success: 0.75, Transient: 0.12, Permanent: 0.04, NoRecord: 0.05, Ordinary: 0.04,
 		RedeliverMin: 100 * time.Millisecond, RedeliverMax: 30 * time.Second,
 	}, time.Second)
 }
@@ -148,10 +152,13 @@ func Storm(sandboxes int) Service {
 
 // Renewing is a Lambda whose leases are renewed every second (2 s + the
 // margin each), with handlers of up to 40 s, the slow ones beyond their
-// 5 to 60 s deadlines.
+// 5 to 60 s deadlines, and in-process retries; its calls are marked as from
+// a source that limits its deliveries (idem.ContextWithSourceLimit), so its
+// keys have no bound.
 func Renewing() Service {
 	sv := Lambda()
 	sv.Name, sv.Renewal, sv.HandlerMax = "renewing", time.Second, 40*time.Second
+	sv.Retry, sv.SourceLimited = Retry{Attempts: 3, Base: 100 * time.Millisecond, Max: 2 * time.Second}, true
 	sv.Deadlines = []DeadlineMode{{Kind: Kill, Min: 5 * time.Second, Max: time.Minute}, {Kind: NoDeadline}}
 	return sv
 }

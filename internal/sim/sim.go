@@ -51,11 +51,12 @@ type Stats struct {
 	TakeOvers, Waited, CacheHits int
 	// The rest count calls by how they ended: a new success, a replay, in
 	// progress, key reused, a permanent failure (new or replayed), retries
-	// exhausted, a transient failure, the outcome not recorded (or the lease
-	// lost), the commit refused, a store error, an undocumented error.
-	Successes, Replays, InProgress, KeyReused, Permanent int
-	Exhausted, Transient, NotRecorded, CommitRefused     int
-	StoreErrors, Undocumented                            int
+	// exhausted, a transient failure, an unclassified failure, the outcome
+	// not recorded (or the lease lost), the commit refused, a store error,
+	// an undocumented error.
+	Successes, Replays, InProgress, KeyReused, Permanent           int
+	Exhausted, Transient, Unclassified, NotRecorded, CommitRefused int
+	StoreErrors, Undocumented                                      int
 	// StaleRefused counts completions refused to a holder that lost its
 	// lease; OverrunOverlaps, tries started beside an overrunning one.
 	StaleRefused, OverrunOverlaps int
@@ -191,7 +192,7 @@ type service struct {
 
 func (s *simulation) addService(sv *service) error {
 	if !serviceName.MatchString(sv.Name) || sv.Sandboxes < 1 || sv.ActiveKeys < 1 || len(sv.Deadlines) == 0 ||
-		sv.ArrivalGap <= 0 || sv.Success+sv.Transient+sv.Permanent <= 0 {
+		sv.ArrivalGap <= 0 || sv.Success+sv.Transient+sv.Permanent+sv.Ordinary <= 0 {
 		return fmt.Errorf("sim: service %q is incomplete", sv.Name)
 	}
 	for i := range sv.Sandboxes {
@@ -237,6 +238,9 @@ func (s *simulation) runnerOptions(sv *service, sb *sandbox) []idem.Option {
 	}
 	if sv.CompletionAttempts > 0 {
 		opts = append(opts, idem.WithCompletionAttempts(sv.CompletionAttempts))
+	}
+	if sv.UnclassifiedPermanent {
+		opts = append(opts, idem.WithUnclassifiedPermanent())
 	}
 	opts = append(opts, sv.capabilityOptions()...)
 	opts = append(opts, sv.Options...)

@@ -24,14 +24,17 @@ const (
 	trySuccess
 	tryTransient
 	tryPermanent
+	tryOrdinary // an error no mark and no classifier knows
 	tryCtx      // the context was done: the handler returned its error
 	tryNoRecord // the handler asked to leave no record (core.MarkNoRecord)
 )
 
 // startTry registers a handler try and checks NoOverlap, HandlerContext
-// and Attempts. A try that overran past the end a heeding try would have
-// had is no longer a lease holder: a try may start beside it, but, if its
-// lease was renewed, not while its context is live.
+// and Attempts (the executions of a key in a record lifetime, a call's
+// tries being one, and the tries of a call). A try that overran past the
+// end a heeding try would have had is no longer a lease holder: a try may
+// start beside it, but, if its lease was renewed, not while its context is
+// live.
 func (s *simulation) startTry(c *call, ctx context.Context) *try {
 	ks := c.ks
 	s.stats.Tries++
@@ -42,10 +45,18 @@ func (s *simulation) startTry(c *call, ctx context.Context) *try {
 	}
 	ks.open = append(ks.open, tr)
 	c.try = tr
-	ks.lifeTries++
-	if maxTries := ks.sv.maxAttempts(); ks.lifeTries > maxTries {
-		s.violate(Attempts, ks, "try %d of delivery %d is execution %d of the key in this record lifetime (begun at %s); max attempts is %d; store holds %s",
-			tr.id, c.d.id, ks.lifeTries, s.fmtRel(ks.lifeStart), maxTries, s.curString(ks))
+	c.tries++
+	if perCall := ks.sv.attemptsPerCall(); c.tries > perCall {
+		s.violate(Attempts, ks, "try %d of delivery %d is its call's try %d; WithRetry allows %d; store holds %s",
+			tr.id, c.d.id, c.tries, perCall, s.curString(ks))
+	}
+	if c.execLife != ks.life {
+		c.execLife = ks.life
+		ks.lifeExecs++
+	}
+	if maxExecs := ks.sv.maxAttempts(); ks.lifeExecs > maxExecs {
+		s.violate(Attempts, ks, "try %d of delivery %d is in execution %d of the key in this record lifetime (begun at %s); max attempts is %d; store holds %s",
+			tr.id, c.d.id, ks.lifeExecs, s.fmtRel(ks.lifeStart), maxExecs, s.curString(ks))
 	}
 	s.hist(c, hTryStart, core.Record{}, nil)
 	return tr

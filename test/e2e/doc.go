@@ -8,8 +8,8 @@
 // images). The SQS consumer's queue tests deliver through internal/esm, a
 // stand-in for Lambda's SQS event source mapping, from a queue and its
 // dead-letter queue on an SQS-API server (moto): duplicates, redeliveries
-// after the visibility timeout, the redrive policy, a release and a
-// redrive.
+// after the visibility timeout, the redrive policy (template.yaml's, where a
+// test says so: the source's limit is the limit), a release and a redrive.
 //
 // They need AWS_ENDPOINT_URL_DYNAMODB (the DynamoDB endpoint), IDEM_RIE (the
 // aws-lambda-rie binary) and, for the queue tests, AWS_ENDPOINT_URL_SQS,

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/examples/orders"
 	"github.com/idemgo/idem/internal/devserver"
@@ -29,10 +28,6 @@ const (
 	queueTimeout = 2
 	// maxReceiveCount is the queue's redrive policy: receives before the dead-letter queue.
 	maxReceiveCount = 2
-	// retriesTimeout is queueTimeout for a test whose deliveries must each run all their
-	// in-process retries: far more time than they take on any machine, so that the retries
-	// end by their count, never by the deadline.
-	retriesTimeout = 10
 )
 
 // queued is a stack whose consumer is fed by the event source mapping (internal/esm) from a
@@ -44,10 +39,11 @@ type queued struct {
 	timeout int // the consumer's timeout and the queue's visibility timeout, seconds
 }
 
-func newQueued(t *testing.T) *queued { return newQueuedTimeout(t, queueTimeout) }
+func newQueued(t *testing.T) *queued { return newQueuedWith(t, queueTimeout, maxReceiveCount) }
 
-// newQueuedTimeout is newQueued with another consumer timeout and visibility timeout.
-func newQueuedTimeout(t *testing.T, timeout int) *queued {
+// newQueuedWith is newQueued with another consumer timeout and visibility timeout, and another
+// redrive policy.
+func newQueuedWith(t *testing.T, timeout, receives int) *queued {
 	s := newStack(t)
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
 		t.Fatal("the queue tests need AWS_ENDPOINT_URL_SQS (an SQS-API server): run them with `make test` " +
@@ -60,7 +56,7 @@ func newQueuedTimeout(t *testing.T, timeout int) *queued {
 	qs := &queued{stack: s, client: sqs.NewFromConfig(cfg), timeout: timeout}
 	name := strings.TrimSuffix(s.idemTable, "-idem")
 	qs.q, err = esm.CreateQueues(t.Context(), qs.client, name,
-		esm.QueueConfig{VisibilityTimeout: time.Duration(timeout) * time.Second, MaxReceiveCount: maxReceiveCount})
+		esm.QueueConfig{VisibilityTimeout: time.Duration(timeout) * time.Second, MaxReceiveCount: receives})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,77 +250,5 @@ func TestQueuePoisonDLQReleaseRedrive(t *testing.T) {
 	}
 	if n, m := s.held(s.q.URL), s.held(s.q.DLQURL); n+m != 0 {
 		t.Errorf("queues still hold %d and %d messages", n, m)
-	}
-}
-
-// The three ways a message fails that a new user meets first, each with the example consumer as
-// it is (no option): an ordinary error, an outage that uses up the retries on the second delivery,
-// a key the key source cannot find (a body with "eventId" where the consumer reads "event_id", as
-// a misspelt KeyFromBodyField would). Each is reported on every delivery until the queue's redrive
-// policy moves it to the dead-letter queue, with one log record and one metric per delivery; the
-// handler never runs for a replayed failure.
-func TestQueueFailuresEndInTheDLQ(t *testing.T) {
-	t.Parallel()
-	s := newQueuedTimeout(t, retriesTimeout)
-	fn, p := s.consumer(true)
-
-	bodies := map[string]string{
-		"error":  event("evt_error", `,"fail":"error"`),
-		"outage": event("evt_outage", `,"fail":"transient"`),
-		"typo":   `{"type":"OrderPlaced","eventId":"evt_typo","order_id":"ord_typo","customer_id":"c-1","amount_cents":2500}`,
-	}
-	want := map[string][]string{ // verdicts per delivery
-		"error":  {"failed_permanently", "replayed_failure"},
-		"outage": {"failed_transiently", "retries_exhausted"},
-		"typo":   {"missing_key", "missing_key"},
-	}
-	ids := map[string]string{} // message id → case
-	for name, body := range bodies {
-		ids[s.send(body)] = name
-	}
-	// Each delivery: the receive, then up to a visibility timeout of empty one-second polls.
-	s.pollUntil(p, (maxReceiveCount+1)*(retriesTimeout+2), func(esm.Batch) bool { return s.held(s.q.DLQURL) == len(bodies) })
-	if n := s.held(s.q.URL); n != 0 {
-		t.Errorf("the queue still holds %d messages", n)
-	}
-	if n := s.ledgerByEvent(); len(n) != 0 {
-		t.Errorf("ledger = %v, want nothing", n)
-	}
-
-	log := fn.Log()
-	perCase := map[string][]map[string]any{}
-	for _, rec := range logRecords(log) {
-		if name, ok := ids[fmt.Sprint(rec["message_id"])]; ok {
-			perCase[name] = append(perCase[name], rec)
-		}
-	}
-	metrics := map[string]int{} // EMF documents per verdict
-	for _, doc := range emfDocuments(log) {
-		metrics[fmt.Sprint(doc["Verdict"])]++
-	}
-	for name, verdicts := range want {
-		recs := perCase[name]
-		if len(recs) != len(verdicts) {
-			t.Errorf("%s: %d log records, want one per delivery (%d): %v", name, len(recs), len(verdicts), recs)
-			continue
-		}
-		for i, rec := range recs {
-			if rec["verdict"] != verdicts[i] || rec["reported"] != true || rec["receive_count"] != fmt.Sprint(i+1) ||
-				(rec["level"] != "WARN" && rec["level"] != "ERROR") {
-				t.Errorf("%s, delivery %d: record %v, want %s at WARN or ERROR, reported, receive_count %d", name, i+1, rec, verdicts[i], i+1)
-			}
-		}
-		key, err := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: bodies[name]})
-		if name != "typo" && (err != nil || recs[0]["key_hash"] != idem.HashKey(key)) {
-			t.Errorf("%s: key_hash %v, want %s", name, recs[0]["key_hash"], idem.HashKey(key))
-		}
-	}
-	wantMetrics := map[string]int{"failed_permanently": 1, "replayed_failure": 1, "failed_transiently": 1, "retries_exhausted": 1, "missing_key": 2}
-	if !maps.Equal(metrics, wantMetrics) {
-		t.Errorf("EMF documents per verdict = %v, want %v", metrics, wantMetrics)
-	}
-	key, _ := idemlambda.SQSKey(idemlambda.KeyFromBodyField("event_id"), orders.LedgerAction, events.SQSMessage{Body: bodies["outage"]})
-	if rec, err := s.storeOf("orders-consumer").Get(t.Context(), key, time.Now()); err != nil || rec.Attempts != idem.DefaultMaxAttempts {
-		t.Errorf("the outage's record = %v, %v; want its %d attempts used up", rec, err, idem.DefaultMaxAttempts)
 	}
 }

@@ -321,3 +321,37 @@ func TestKinesisDuplicatesAndPoison(t *testing.T) {
 		t.Errorf("ledger = %v, want %v", n, want)
 	}
 }
+
+// A Kinesis record that fails with an ordinary error is its shard's
+// checkpoint and runs again on each retry from it (not replayed as a
+// permanent failure); once it succeeds, the shard moves on to the records
+// after it. The test says when the error stops (a file it creates).
+func TestKinesisOrdinaryErrorMovesOnOnceTheRecordSucceeds(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	fn := s.start("kinesis-ledger")
+	stop, fixed := hold(t)
+	batch := []map[string]any{
+		kinesisRecord(1, event("evt_a", "")),
+		kinesisRecord(2, event("evt_b", fmt.Sprintf(`,"fail":"error","fail_until_file":%q`, stop))),
+		kinesisRecord(3, event("evt_c", "")),
+	}
+	for delivery, recs := range [][]map[string]any{batch, batch[1:]} { // the batch, then Lambda's retry from the checkpoint
+		if got := s.checkpoints(fn, recs...); !slices.Equal(got, seqs(2)) {
+			t.Fatalf("delivery %d: checkpoints = %v, want %v", delivery+1, got, seqs(2))
+		}
+	}
+	if n := s.ledgerByEvent(); !maps.Equal(n, map[string]int{"evt_a": 1}) {
+		t.Fatalf("ledger while evt_b fails = %v, want evt_a only", n)
+	}
+	fixed() // the warehouse answers again
+	if got := s.checkpoints(fn, batch[1:]...); len(got) != 0 {
+		t.Fatalf("the retry after the fix: checkpoints %v, want none: the shard moves on", got)
+	}
+	if n, want := s.ledgerByEvent(), map[string]int{"evt_a": 1, "evt_b": 1, "evt_c": 1}; !maps.Equal(n, want) {
+		t.Errorf("ledger = %v, want %v", n, want)
+	}
+	if v := verdicts(fn.Log(), "kinesis"); v["failed_unclassified"] != 2 || v["executed"] != 3 || v["replayed_failure"] != 0 {
+		t.Errorf("verdicts %v: want evt_b failed_unclassified twice (run each time), then executed with evt_c", v)
+	}
+}

@@ -4,6 +4,8 @@
 // (a new random entry id per real execution) per OrderPlaced event. It reads
 // the environment of orders-consumer (orders.ConsumerEnv) and obeys the
 // data field "fail": "poison" fails permanently, "transient" transiently,
+// "error" with an ordinary error (no mark, no classifier) while the file at
+// the data field "fail_until_file" does not exist (always, without one),
 // when ORDERS_TEST_HOOKS=1.
 package main
 
@@ -68,11 +70,8 @@ func appendEntry(ctx context.Context, ledger orders.Ledger, rec events.KinesisEv
 		return nil, core.MarkPermanent(fmt.Errorf("kinesis-ledger: data is not an OrderPlaced event: %w", err))
 	}
 	if hooks {
-		switch ev.Fail {
-		case "poison":
-			return nil, core.MarkPermanent(errors.New("kinesis-ledger: poison record (test hook)"))
-		case "transient":
-			return nil, core.MarkTransient(errors.New("kinesis-ledger: ledger unavailable (test hook)"))
+		if err := testHooks(ev.Fail, rec.Kinesis.Data); err != nil {
+			return nil, err
 		}
 	}
 	e := orders.Entry{EntryID: orders.NewID("ent_"), EventID: ev.EventID, OrderID: ev.OrderID, AmountCents: ev.AmountCents, RecordedAt: time.Now().UTC()}
@@ -80,4 +79,23 @@ func appendEntry(ctx context.Context, ledger orders.Ledger, rec events.KinesisEv
 		return nil, err
 	}
 	return json.Marshal(map[string]string{"entry_id": e.EntryID})
+}
+
+// testHooks is the failure the test hooks ask for, if any.
+func testHooks(fail string, data []byte) error {
+	switch fail {
+	case "poison":
+		return core.MarkPermanent(errors.New("kinesis-ledger: poison record (test hook)"))
+	case "transient":
+		return core.MarkTransient(errors.New("kinesis-ledger: ledger unavailable (test hook)"))
+	case "error":
+		var h struct {
+			UntilFile string `json:"fail_until_file"`
+		}
+		_ = json.Unmarshal(data, &h) // the record decoded once already
+		if _, err := os.Stat(h.UntilFile); h.UntilFile == "" || err != nil {
+			return errors.New("kinesis-ledger: the warehouse said no (test hook)")
+		}
+	}
+	return nil
 }
