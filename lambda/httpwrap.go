@@ -98,20 +98,7 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 	out, _ := w.runner.Do(w.doContext(actx, req), key, body, func(ctx context.Context) ([]byte, error) {
 		resp, status, herr := w.run(w.handlerContext(ctx, key, src, req, body), req, event)
 		fresh, failed = &resp, herr
-		switch {
-		case httprule.IsAnswered(herr):
-			return nil, herr
-		case herr != nil:
-			return nil, httprule.RetryLater(status)
-		}
-		if err := httprule.Unstored(status); err != nil {
-			return nil, err
-		}
-		b, merr := httprule.Encode(req.shape, resp)
-		if merr != nil { // the AWS response types always marshal
-			return nil, core.MarkRetryLater(merr)
-		}
-		return b, nil
+		return w.outcome(req, resp, status, herr)
 	})
 	if fresh != nil {
 		if failed != nil {
@@ -120,6 +107,28 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 		return *fresh, nil
 	}
 	return answered, nil
+}
+
+// outcome is what the runner is given for the handler's answer resp, of
+// status, or its error herr: the stored response; for an answer that is not
+// stored, or a handler error (answered with a 500 problem), an error to
+// record as a retryable failure (httprule.Unstored, httprule.RetryLater);
+// for an error marked httprule.Answered, that error itself.
+func (w *httpWrapper[Req, Resp]) outcome(req httpRequest, resp Resp, status int, herr error) ([]byte, error) {
+	switch {
+	case httprule.IsAnswered(herr):
+		return nil, herr
+	case herr != nil:
+		return nil, httprule.RetryLater(status)
+	}
+	if err := httprule.Unstored(status); err != nil {
+		return nil, err
+	}
+	b, err := httprule.Encode(req.shape, resp)
+	if err != nil { // the AWS response types always marshal
+		return nil, core.MarkRetryLater(err)
+	}
+	return b, nil
 }
 
 // request is the event's view, with the identity header of
