@@ -32,15 +32,38 @@ func (s *refusingStore) Complete(ctx context.Context, rec core.Record) (core.Rec
 	return s.Store.Complete(ctx, rec)
 }
 
+// refusingSandbox is a sandbox whose store refuses its first commit of a
+// success (refusingStore).
+func refusingSandbox(t *testing.T, opts ...idem.Option) *sandbox {
+	t.Helper()
+	store := &refusingStore{Store: memstore.New()}
+	store.refuse.Store(1)
+	return newSandboxOver(t, store, opts...)
+}
+
+// noCredentials is a dispatcher of r's durable function whose client has
+// no credentials, so that the SDK never sends the Invoke: an error no
+// classifier knows.
+func noCredentials(t *testing.T, r *rig) *durable.Dispatcher {
+	t.Helper()
+	client := lambda.New(lambda.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(r.srv.URL), RetryMaxAttempts: 1,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{}, errors.New("no credentials: the function's role is missing")
+		}),
+	})
+	d, err := durable.New(client, fulfilARN)
+	fatalIf(t, err)
+	return d
+}
+
 // A start whose record the store refuses (commit_refused) is reported, or
 // answered 503 commit-refused: the execution started, and the redelivery,
 // or the sender's retry, reaches it again by its name: one execution.
 func TestCommitRefusedStartsOnce(t *testing.T) {
 	t.Run("sqs", func(t *testing.T) {
 		r := newRig(t)
-		store := &refusingStore{Store: memstore.New()}
-		store.refuse.Store(1)
-		s := newSandboxOver(t, store)
+		s := refusingSandbox(t)
 		equal(t, "first delivery: reported", s.sqs(t, r.d, batch("", order("o-1", 10))), []string{"m-1"})
 		equal(t, "first delivery: verdicts", s.verdicts(), []string{"commit_refused"})
 		equal(t, "redelivery: reported", s.sqs(t, r.d, batch("", order("o-1", 10))), nil)
@@ -52,9 +75,7 @@ func TestCommitRefusedStartsOnce(t *testing.T) {
 	})
 	t.Run("http", func(t *testing.T) {
 		r := newRig(t)
-		store := &refusingStore{Store: memstore.New()}
-		store.refuse.Store(1)
-		s := newSandboxOver(t, store, idem.WithRetention(72*time.Hour))
+		s := refusingSandbox(t, idem.WithRetention(72*time.Hour))
 		a := s.send(t, r, githubPush("d-1", pushBody))
 		if a.status != 503 || a.problem() != idemlambda.ProblemCommitRefused || a.headers["retry-after"] == "" {
 			t.Fatalf("refused commit: %+v, want 503 %s with Retry-After", a, idemlambda.ProblemCommitRefused)
@@ -77,14 +98,7 @@ func TestCommitRefusedStartsOnce(t *testing.T) {
 // of an HTTP wrapper. Once fixed, the redelivery starts the execution.
 func TestUnclassifiedInvokeError(t *testing.T) {
 	r := newRig(t)
-	noCreds := lambda.New(lambda.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(r.srv.URL), RetryMaxAttempts: 1,
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{}, errors.New("no credentials: the function's role is missing")
-		}),
-	})
-	broken, err := durable.New(noCreds, fulfilARN)
-	fatalIf(t, err)
+	broken := noCredentials(t, r)
 
 	s := newSandbox(t)
 	equal(t, "sqs: reported", s.sqs(t, broken, batch("", order("o-1", 10))), []string{"m-1"})

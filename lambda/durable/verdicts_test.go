@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/internal/invokeserver"
 	"github.com/idemgo/idem/internal/webhooktest"
 )
@@ -49,6 +51,17 @@ var verdictScenarios = map[string]func(t *testing.T, r *rig) (string, bool){
 	},
 	"no key in the event": func(t *testing.T, r *rig) (string, bool) {
 		return deliver(t, r, newSandbox(t), `{"amount":10}`)
+	},
+	"another Lambda error (`AccessDeniedException`)": func(t *testing.T, r *rig) (string, bool) {
+		r.srv.Fail(invokeserver.Forbidden)
+		return deliver(t, r, newSandbox(t), order("o-1", 10))
+	},
+	"an error no classifier knows (no credentials to sign the Invoke)": func(t *testing.T, r *rig) (string, bool) {
+		r.d = noCredentials(t, r)
+		return deliver(t, r, newSandbox(t), order("o-1", 10))
+	},
+	"a start whose record the store refuses": func(t *testing.T, r *rig) (string, bool) {
+		return deliver(t, r, refusingSandbox(t), order("o-1", 10))
 	},
 }
 
@@ -96,6 +109,9 @@ var httpScenarios = map[string]func(t *testing.T, r *rig) (string, answer){
 		req := githubPush("d-1", pushBody)
 		req.headers["X-Hub-Signature-256"] = webhooktest.GitHubSignature("another secret", pushBody)
 		return request1(t, r, webhookSandbox(t), req)
+	},
+	"a start whose record the store refuses": func(t *testing.T, r *rig) (string, answer) {
+		return request1(t, r, refusingSandbox(t, idem.WithRetention(72*time.Hour)), githubPush("d-1", pushBody))
 	},
 	"no delivery id": func(t *testing.T, r *rig) (string, answer) {
 		req := githubPush("d-1", pushBody)
