@@ -2,11 +2,16 @@ package durable_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	awslambda "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
@@ -117,5 +122,54 @@ func TestUnclassifiedInvokeError(t *testing.T) {
 	equal(t, "http: verdicts", h.verdicts(), []string{"failed_transiently", "executed"})
 	if got, n := r.srv.Started(), len(r.srv.Invocations()); got != 2 || n != 2 {
 		t.Errorf("executions started = %d of %d invocations, want 2 of 2 (none sent without credentials)", got, n)
+	}
+}
+
+// identityPoolRequest is a function URL request with IAM authorization as
+// Lambda sends it, from the Cognito identity pool user identityID, with
+// the Idempotency-Key pay-1: every such user signs with the pool's one
+// role, and only cognitoIdentity tells them apart.
+func identityPoolRequest(identityID string) []byte {
+	return []byte(`{
+	"version": "2.0", "rawPath": "/pay", "rawQueryString": "",
+	"headers": {"idempotency-key": "pay-1", "content-type": "application/json"},
+	"requestContext": {
+		"accountId": "123456789012", "apiId": "urlid", "domainName": "urlid.lambda-url.us-east-1.on.aws", "domainPrefix": "urlid",
+		"authorizer": {"iam": {"accessKey": "ASIA2ZJZYVUEREEIHAKY", "accountId": "123456789012",
+			"callerId": "AROA7ZJZYVRE7C3DUXHH6:CognitoIdentityCredentials",
+			"cognitoIdentity": {"amr":["authenticated"],"identityId":"` + identityID + `","identityPoolId":"us-east-1:4f291106-8703-466b-8f2b-3ecee1ca56ce"},
+			"principalOrgId": null, "userArn": "arn:aws:sts::123456789012:assumed-role/Cognito_OrdersAuth_Role/CognitoIdentityCredentials",
+			"userId": "AROA7ZJZYVRE7C3DUXHH6:CognitoIdentityCredentials"}},
+		"http": {"method": "POST", "path": "/pay", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "agent"},
+		"requestId": "id", "time": "12/Mar/2030:19:03:58 +0000", "timeEpoch": 1899999838390
+	},
+	"body": "{\"cents\":100}", "isBase64Encoded": false
+}`)
+}
+
+// Two users of one Cognito identity pool, one Idempotency-Key and one body,
+// through a function URL dispatcher run as lambda.Start runs it: two
+// executions, each told its own caller. (The identity scopes are the HTTP
+// wrapper's; the dispatcher keeps them.)
+func TestIdentityPoolCallersApart(t *testing.T) {
+	r := newRig(t)
+	h, err := durable.FunctionURL(newSandbox(t).runner, r.d)
+	fatalIf(t, err)
+	invoke := awslambda.NewHandler(h) // what lambda.Start runs the handler with
+	var callers [][]string
+	for _, id := range []string{"us-east-1:3f291106-8703-466b-8f2b-3ecee1ca56ce", "us-east-1:9c1d2e3f-0000-4b5c-8d9e-0a1b2c3d4e5f"} {
+		out, err := invoke.Invoke(context.Background(), identityPoolRequest(id))
+		fatalIf(t, err)
+		var resp events.LambdaFunctionURLResponse
+		fatalIf(t, json.Unmarshal(out, &resp))
+		a := answerOf(t, resp.StatusCode, resp.Headers, nil, resp.Body, nil)
+		got, _ := receivedBy(t, r, a.started(t))
+		callers = append(callers, got.Caller)
+		if !slices.ContainsFunc(got.Caller, func(p string) bool { return strings.Contains(p, id) }) {
+			t.Errorf("user %s: the durable function was told the caller %v, want one naming the identity", id, got.Caller)
+		}
+	}
+	if r.srv.Started() != 2 || slices.Equal(callers[0], callers[1]) {
+		t.Errorf("%d executions for callers %v, want 2 executions for 2 callers", r.srv.Started(), callers)
 	}
 }
