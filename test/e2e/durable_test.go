@@ -34,6 +34,15 @@ func startDispatcher(t *testing.T, name string, srv *invokeserver.Server) *devse
 	})
 }
 
+// twoSandboxes starts a local Invoke API and two sandboxes of the
+// dispatcher name that invoke it.
+func twoSandboxes(t *testing.T, name string) (s *stack, srv *invokeserver.Server, a, b *devserver.RIE) {
+	t.Helper()
+	srv = invokeserver.Start()
+	t.Cleanup(srv.Close)
+	return &stack{t: t}, srv, startDispatcher(t, name, srv), startDispatcher(t, name, srv)
+}
+
 // orderMessage is an SQS message of the orders queue with id and body.
 func orderMessage(id, body string) events.SQSMessage {
 	return events.SQSMessage{
@@ -57,10 +66,7 @@ func startedCounts(t *testing.T, what string, srv *invokeserver.Server, started,
 // retried and starts once. Each verdict is in the function's log.
 func TestDurableDispatcher(t *testing.T) {
 	t.Parallel()
-	srv := invokeserver.Start()
-	t.Cleanup(srv.Close)
-	s := &stack{t: t}
-	a, b := startDispatcher(t, "durable-dispatcher", srv), startDispatcher(t, "durable-dispatcher", srv)
+	s, srv, a, b := twoSandboxes(t, "durable-dispatcher")
 
 	first := []events.SQSMessage{
 		orderMessage("m-1", `{"order_id":"o-1","amount":10}`),
@@ -153,10 +159,7 @@ func problemType(resp events.LambdaFunctionURLResponse) string {
 // the delivery id and the forwarded event type.
 func TestDurableWebhookDispatcher(t *testing.T) {
 	t.Parallel()
-	srv := invokeserver.Start()
-	t.Cleanup(srv.Close)
-	s := &stack{t: t}
-	a, b := startDispatcher(t, "durable-webhook", srv), startDispatcher(t, "durable-webhook", srv)
+	s, srv, a, b := twoSandboxes(t, "durable-webhook")
 	const body = `{"after":"6113728f27ae82c7b1a177c8d03f9e96e0adf246","ref":"refs/heads/main"}` // canonical: as received
 
 	resp := functionURL(s, a, githubDelivery("d-1", body, githubSecret))
