@@ -15,13 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 )
 
 // TestConditionsMatchCore checks the reservation, acquisition and completion
 // conditions, evaluated by a real DynamoDB-API server, against the rules
-// they translate: a reservation conditioned on prev succeeds exactly when
-// the stored record is Expired or Replaceable (core), an acquisition
+// they translate: a reservation succeeds exactly when core.Reservable
+// allows it, and is refused by the live record or, decided on a record
+// that has gone, as the record changed; an acquisition
 // exactly when core.Acquirable allows it (see checkAcquisitions), and a
 // completion exactly when the caller's in-progress record is not Expired at
 // the completion's time.
@@ -131,13 +133,20 @@ func checkReserve(t *testing.T, s *Store, stored core.Record, pv string, now tim
 		p.LeaseToken = "tok-stale"
 		prev = &p
 	}
-	want := stored.Expired(now) || core.Replaceable(stored, prev, now)
+	var live *core.Record
+	if !stored.Expired(now) {
+		live = &stored
+	}
+	want, refusal := core.Reservable(live, prev, now), "a conflict"
+	if live == nil {
+		refusal = "the record changed"
+	}
 	rec := core.Reserve(stored.Key, "fp", "tok-new", prev, now, now.Add(time.Minute), time.Hour)
-	item := s.encode(normalize(rec), nil, "")
-	_, err := s.client.PutItem(context.Background(), s.reserveInput(item, prev, now))
-	var ccf *types.ConditionalCheckFailedException
-	if got := err == nil; got != want || (err != nil && !errors.As(err, &ccf)) {
-		t.Errorf("reserve over %v with prev %s at %s: applied %v (%v), core says %v", stored, pv, now.Format(time.TimeOnly), got, err, want)
+	err := s.Reserve(context.Background(), rec, prev, now)
+	var ce *idem.ConflictError
+	refused := errors.As(err, &ce) && live != nil || errors.Is(err, idem.ErrRecordChanged) && live == nil
+	if got := err == nil; got != want || (err != nil && !refused) {
+		t.Errorf("reserve over %v with prev %s at %s: applied %v (%v), core says %v (refused: %s)", stored, pv, now.Format(time.TimeOnly), got, err, want, refusal)
 	}
 }
 

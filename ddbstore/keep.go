@@ -135,15 +135,8 @@ func (s *Store) reserveKeepingSteps(ctx context.Context, rec core.Record, prev *
 // nothing else (not an absent or expired record), with its names and
 // values; "" where prev allows no replacement.
 func (s *Store) prevOnly(prev *core.Record, now time.Time) (string, map[string]string, map[string]types.AttributeValue) {
-	names := map[string]string{"#st": s.names.Status, "#lease": s.names.LeaseUntil}
-	values := map[string]types.AttributeValue{":now_ms": num(now.UnixMilli())}
-	branch := s.prevBranch(prev, names, values)
-	if prev != nil && prev.Status != core.StatusInProgress {
-		// The branch of a failure does not compare the lease.
-		delete(names, "#lease")
-		delete(values, ":now_ms")
-	}
-	return branch, names, values
+	names, values := map[string]string{}, map[string]types.AttributeValue{}
+	return s.prevBranch(prev, now, names, values), names, values
 }
 
 // sameStepList reports whether a and b are the same steps in the same order.

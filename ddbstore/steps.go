@@ -325,30 +325,33 @@ func (s *Store) prevSteps(prev *core.Record, names map[string]string, values map
 }
 
 // prevBranch returns the branch of a reservation's condition that replaces
-// prev (core.Replaceable): the stored record is still prev (token, status,
-// number of steps) and is in progress with an ended lease, or a retryable
+// prev at now (core.Replaceable over a live record: core.Reservable): the
+// stored record is still prev (token, status, number of steps), within its
+// retention, and is in progress with an ended lease, or a retryable
 // failure; "" where prev allows no replacement (nil, no token, another
 // status). Only the branch for prev's own status is sent. It adds its
-// names and values; the caller defines #st, #lease and :now_ms.
-func (s *Store) prevBranch(prev *core.Record, names map[string]string, values map[string]types.AttributeValue) string {
+// names and values.
+func (s *Store) prevBranch(prev *core.Record, now time.Time, names map[string]string, values map[string]types.AttributeValue) string {
 	if prev == nil || prev.LeaseToken == "" {
 		return ""
 	}
 	var branch string
 	switch prev.Status {
 	case core.StatusInProgress:
-		branch = "(#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND " + s.prevSteps(prev, names, values) + ")"
+		branch = "#lease <= :now_ms"
+		names["#lease"], values[":now_ms"] = s.names.LeaseUntil, num(now.UnixMilli())
 	case core.StatusFailed:
-		branch = "(#tok = :prev_tok AND #st = :prev_st AND #retry = :true AND " + s.prevSteps(prev, names, values) + ")"
-		names["#retry"] = s.names.Retryable
-		values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
+		branch = "#retry = :true"
+		names["#retry"], values[":true"] = s.names.Retryable, &types.AttributeValueMemberBOOL{Value: true}
 	default:
 		return ""
 	}
-	names["#tok"] = s.names.LeaseToken
+	names["#tok"], names["#st"], names["#exp"] = s.names.LeaseToken, s.names.Status, s.ttlAttr
 	values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
 	values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
-	return branch
+	values[":now_s"] = num(now.Unix())
+	return "(#tok = :prev_tok AND #st = :prev_st AND " + branch + " AND " + s.prevSteps(prev, names, values) +
+		" AND (attribute_not_exists(#exp) OR #exp > :now_s))"
 }
 
 // stepCost is what a step kept in the record adds to it, as ItemSize

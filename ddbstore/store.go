@@ -237,6 +237,9 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if done, err := s.prepareReservation(ctx, op, &rec, prev, now); done {
 		return err
 	}
+	if prev != nil && !core.Replaceable(*prev, prev, now) {
+		return s.unreservable(ctx, rec, now)
+	}
 	in := s.reserveInput(s.encode(rec, nil, ""), prev, now)
 	for try := 0; ; try++ {
 		_, err := s.client.PutItem(ctx, in, s.calls.fns...)
@@ -261,6 +264,9 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 		if found && !existing.Expired(now) {
 			return &idem.ConflictError{Existing: existing}
 		}
+		if prev != nil {
+			return s.prevGone(rec)
+		}
 		if try >= 1 {
 			return core.MarkTransient(&Error{Op: op, Table: s.table,
 				Err: fmt.Errorf("%w: the blocking record changed twice during the reservation", ErrUnavailable)})
@@ -268,18 +274,39 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	}
 }
 
+// prevGone is the error of a reservation of rec decided on a record that
+// is no longer stored (core.Reservable).
+func (s *Store) prevGone(rec core.Record) error {
+	return fmt.Errorf("ddbstore: reserve on table %q, key hash %s: %w: the record the reservation replaces is gone",
+		s.table, idem.HashKey(rec.Key), idem.ErrRecordChanged)
+}
+
+// unreservable answers a reservation of rec over a prev that allows no
+// replacement (core.Replaceable: another status), which no write could
+// make: from one consistent GetItem, the live record as a conflict, or
+// none as prev gone.
+func (s *Store) unreservable(ctx context.Context, rec core.Record, now time.Time) error {
+	existing, found, err := s.readFor(ctx, "reserve", rec.Key, replayOf(rec, now))
+	switch {
+	case err != nil:
+		return err
+	case found && !existing.Expired(now):
+		return &idem.ConflictError{Existing: existing}
+	}
+	return s.prevGone(rec)
+}
+
+// reserveInput is Reserve's PutItem of item: without prev, over no live
+// record (core.Record.Expired: past retention and not an in-progress
+// record with a live lease); with prev, over prev alone (prevBranch: only
+// the branch for prev's own status is sent).
 func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Record, now time.Time) *dynamodb.PutItemInput {
-	// The first two branches are core.Record.Expired: past retention and
-	// not an in-progress record with a live lease.
 	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr, "#st": s.names.Status, "#lease": s.names.LeaseUntil}
 	values := map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()),
 		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}}
 	cond := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"
-	// Only the branch for prev's own status is sent (prevBranch). (One
-	// branch instead of a disjunction over both also costs dynalite a third
-	// of the CPU.)
-	if branch := s.prevBranch(prev, names, values); branch != "" {
-		cond += " OR " + branch
+	if prev != nil {
+		cond, names, values = s.prevOnly(prev, now)
 	}
 	return &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),

@@ -154,7 +154,8 @@ func TestReserveConditionWithPrev(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := f.puts[0]
-	want := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms)) OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND attribute_not_exists(#names))"
+	// Over prev alone (core.Reservable): not over an absent or expired record.
+	want := "(#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND attribute_not_exists(#names) AND (attribute_not_exists(#exp) OR #exp > :now_s))"
 	if got := aws.ToString(in.ConditionExpression); got != want {
 		t.Errorf("condition =\n %s\nwant\n %s", got, want)
 	}
@@ -172,7 +173,7 @@ func TestReserveConditionWithPrev(t *testing.T) {
 	if st := v[":prev_st"].(*types.AttributeValueMemberS).Value; st != "in_progress" {
 		t.Errorf(":prev_st = %s", st)
 	}
-	if n := in.ExpressionAttributeNames; n["#st"] != "status" || n["#lease"] != "lease_until_ms" || n["#exp"] != "expires_at" || n["#k"] != "pk" {
+	if n := in.ExpressionAttributeNames; n["#st"] != "status" || n["#lease"] != "lease_until_ms" || n["#exp"] != "expires_at" || n["#tok"] != "lease_token" {
 		t.Errorf("names = %v", n)
 	}
 }
