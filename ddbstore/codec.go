@@ -104,8 +104,10 @@ type itemValues struct {
 }
 
 // encode returns the item of rec, whose times must be normalized, with the
-// result as given (possibly compressed) in body and its encoding. The item
-// has the layout's primary key and attribute names.
+// result as given (possibly compressed) in body and its encoding, and
+// without its steps, which only a step's own write (RecordStep) and a
+// failure's completion (Complete) add to a record. The item has the
+// layout's primary key and attribute names.
 func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string]types.AttributeValue {
 	n := &s.names
 	v := &itemValues{}
@@ -151,7 +153,6 @@ func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string
 		v.omitted.Value = true
 		item[n.ResultOmitted] = &v.omitted
 	}
-	s.encodeSteps(item, rec.Steps)
 	return item
 }
 

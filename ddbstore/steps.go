@@ -20,21 +20,20 @@ import (
 // present on in-progress and failed records that have steps;
 // WithAttributeNames renames them.
 const (
-	// AttrSteps (L) is the completed steps in order. Each element is a map
-	// of "n" (S, the step's name) and "r" (B, its result; absent when
-	// empty), a step kept in the record; or binary, the 8-byte reference of
-	// a step kept in a step item of its own (see RecordStep). A step item
-	// has the record's key with "#step#" and the reference in hex after it
-	// (in its partition key, or in its sort key where the table has one),
-	// the step as the only element of its AttrSteps list, and the TTL
-	// attribute.
+	// AttrSteps (L) is the completed steps in order: each element is the
+	// 8-byte reference (B) of a step kept in a step item of its own (see
+	// RecordStep). A step item has the record's key with "#step#" and the
+	// reference in hex after it (in its partition key, or in its sort key
+	// where the table has one), the step as the only element of its
+	// AttrSteps list (a map of "n", S, the step's name, and "r", B, its
+	// result, absent when empty), and the TTL attribute. (A record written
+	// by v0.1.0 keeps such maps in its own list: stepOfV010.)
 	AttrSteps = "steps"
 	// AttrStepNames (SS) is the steps' names, for the condition that
 	// records a name once.
 	AttrStepNames = "step_names"
 	// AttrStepsSize (N) is the steps' size as the store budgets it (see
-	// stepCost, refCost), for the condition that keeps the item within its
-	// limit.
+	// refCost), for the condition that keeps the item within its limit.
 	AttrStepsSize = "steps_size"
 	// AttrStepsUntil (N), on records that reference step items, is the
 	// earliest end of retention (epoch seconds) of those items: no write
@@ -89,28 +88,22 @@ const untilCondition = " AND #exp <= :ttl AND (attribute_not_exists(#until) OR #
 // complete it, is refused with a permanent error wrapping ErrItemTooLarge,
 // and nothing is written. A key whose step items' keys would pass
 // DynamoDB's key limits (22 bytes more than the record's) is refused with
-// ErrKeyTooLarge. A client without UpdateItem (see UpdateAPI) gets an
-// error wrapping idem.ErrStepsUnsupported.
+// ErrKeyTooLarge.
 func (s *Store) RecordStep(ctx context.Context, key, leaseToken string, step core.Step, now time.Time) error {
 	const op = "step"
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c, ok := s.client.(UpdateAPI)
-	if !ok {
-		return core.MarkPermanent(&Error{Op: op, Table: s.table,
-			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.UpdateAPI): %w", s.client, idem.ErrStepsUnsupported)})
-	}
 	room, err := s.checkStep(op, key, leaseToken, step)
 	if err != nil {
 		return err
 	}
-	ttl := s.steps.span.ttl(now)
+	ttl := s.span.ttl(now)
 	for try := 0; ; try++ {
 		if err := s.putStepItem(ctx, op, key, step, ttl); err != nil {
 			return err
 		}
-		_, err := c.UpdateItem(ctx, s.stepInput(key, leaseToken, step, now, room, ttl), s.calls.fns...)
+		_, err := s.client.UpdateItem(ctx, s.stepInput(key, leaseToken, step, now, room, ttl), s.calls.fns...)
 		var ccf *types.ConditionalCheckFailedException
 		if err == nil || !errors.As(err, &ccf) {
 			if err != nil {
@@ -200,16 +193,6 @@ func (s *Store) blockingItem(ctx context.Context, op string, ccf *types.Conditio
 	return s.getItem(ctx, op, key)
 }
 
-// getItem reads the item of key with one consistent GetItem (nil if there
-// is none).
-func (s *Store) getItem(ctx context.Context, op, key string) (map[string]types.AttributeValue, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.keyOf(key), ConsistentRead: aws.Bool(true)}, s.calls.fns...)
-	if err != nil {
-		return nil, s.translate(ctx, op, err).err
-	}
-	return out.Item, nil
-}
-
 // refusedStep answers a refused step write from the stored item (nil: no
 // record), by core.AddStep. Where core would append, again is true if the
 // step item must end its retention later (at ttl, none when 0) for the
@@ -242,10 +225,12 @@ func (s *Store) refusedStep(key, token string, step core.Step, now time.Time, tt
 }
 
 // storedSteps is what the store's conditions read of a record's steps: its
-// steps list, the set of names and the earliest end of its step items.
+// steps list, the set of names, their budgeted size and the earliest end
+// of its step items.
 type storedSteps struct {
 	entries []stepEntry
 	names   map[string]bool
+	size    int64 // the steps' budgeted size (steps_size)
 	until   int64 // 0: no step item with an end
 }
 
@@ -258,6 +243,7 @@ func (s *Store) storedStepsOf(item map[string]types.AttributeValue) (storedSteps
 			st.names[name] = true
 		}
 	}
+	st.size, _ = r.num(s.names.StepsSize)
 	st.until, _ = r.num(s.names.StepsUntil)
 	return st, r.err
 }
@@ -311,56 +297,6 @@ func (st storedSteps) itemEnd(rec *core.Record, ttl int64, now time.Time) (int64
 	return max(exp, st.until, 2*exp-now.Unix()), true
 }
 
-// prevSteps returns the clause of a takeover's condition that requires the
-// stored record to have prev's number of steps (core.Replaceable): no
-// step_names without steps, else as many names. It adds the clause's names
-// and values.
-func (s *Store) prevSteps(prev *core.Record, names map[string]string, values map[string]types.AttributeValue) string {
-	names["#names"] = s.names.StepNames
-	if len(prev.Steps) == 0 {
-		return "attribute_not_exists(#names)"
-	}
-	values[":prev_steps"] = num(int64(len(prev.Steps)))
-	return "size(#names) = :prev_steps"
-}
-
-// prevBranch returns the branch of a reservation's condition that replaces
-// prev at now (core.Replaceable over a live record: core.Reservable): the
-// stored record is still prev (token, status, number of steps), within its
-// retention, and is in progress with an ended lease, or a retryable
-// failure; "" where prev allows no replacement (nil, no token, another
-// status). Only the branch for prev's own status is sent. It adds its
-// names and values.
-func (s *Store) prevBranch(prev *core.Record, now time.Time, names map[string]string, values map[string]types.AttributeValue) string {
-	if prev == nil || prev.LeaseToken == "" {
-		return ""
-	}
-	var branch string
-	switch prev.Status {
-	case core.StatusInProgress:
-		branch = "#lease <= :now_ms"
-		names["#lease"], values[":now_ms"] = s.names.LeaseUntil, num(now.UnixMilli())
-	case core.StatusFailed:
-		branch = "#retry = :true"
-		names["#retry"], values[":true"] = s.names.Retryable, &types.AttributeValueMemberBOOL{Value: true}
-	default:
-		return ""
-	}
-	names["#tok"], names["#st"], names["#exp"] = s.names.LeaseToken, s.names.Status, s.ttlAttr
-	values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
-	values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
-	values[":now_s"] = num(now.Unix())
-	return "(#tok = :prev_tok AND #st = :prev_st AND " + branch + " AND " + s.prevSteps(prev, names, values) +
-		" AND (attribute_not_exists(#exp) OR #exp > :now_s))"
-}
-
-// stepCost is what a step kept in the record adds to it, as ItemSize
-// counts it, or more: its list element (a map of two attributes), its name
-// in the set of names, and the growth of the size counter.
-func stepCost(step core.Step) int {
-	return 2*len(step.Name) + len(step.Result) + 16
-}
-
 // refCost is what a step kept in its own item adds to the record, as
 // ItemSize counts it, or more: its reference in the list (an element of
 // 8 bytes), its name in the set of names, and the growth of the size
@@ -369,8 +305,8 @@ func refCost(step core.Step) int {
 	return len(step.Name) + stepRefSize + 8
 }
 
-// stepRoom is the budget of an item's steps (the sum of their stepCost and
-// refCost): the item size limit less the headroom, the largest in-progress
+// stepRoom is the budget of an item's steps (the sum of their refCost, and
+// of stepCostV010 for steps a v0.1.0 record keeps): the item size limit less the headroom, the largest in-progress
 // item of the key and token without steps, and the step attributes' own
 // overhead.
 func (s *Store) stepRoom(key, token string) int {
@@ -386,6 +322,8 @@ func (s *Store) stepRoom(key, token string) int {
 // fmt64 stands for a fingerprint (hex SHA-256: 64 characters) in stepRoom.
 const fmt64 = "0000000000000000000000000000000000000000000000000000000000000000"
 
+// stepValue is a step as its step item holds it: a map of "n" (S, its
+// name) and "r" (B, its result; absent when empty).
 func stepValue(step core.Step) types.AttributeValue {
 	m := map[string]types.AttributeValue{"n": &types.AttributeValueMemberS{Value: step.Name}}
 	if len(step.Result) > 0 {
@@ -394,34 +332,22 @@ func stepValue(step core.Step) types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: m}
 }
 
-// encodeSteps adds the attributes of steps to item (none when there are no
-// steps), every step kept in the record: the encoding of a record written
-// whole (PutItem), which references no step item.
-func (s *Store) encodeSteps(item map[string]types.AttributeValue, steps []core.Step) {
-	if len(steps) == 0 {
-		return
-	}
-	list := make([]types.AttributeValue, len(steps))
-	names := make([]string, len(steps))
-	size := 0
-	for i, st := range steps {
-		list[i], names[i] = stepValue(st), st.Name
-		size += stepCost(st)
-	}
-	item[s.names.Steps] = &types.AttributeValueMemberL{Value: list}
-	item[s.names.StepNames] = &types.AttributeValueMemberSS{Value: names}
-	item[s.names.StepsSize] = num(int64(size))
+// stepOfValue reads a step written by stepValue.
+func stepOfValue(v *types.AttributeValueMemberM) (core.Step, error) {
+	r := itemReader{item: v.Value}
+	st := core.Step{Name: r.str("n", true), Result: r.result("r", "")}
+	return st, r.err
 }
 
-// stepEntry is an element of a steps list: a step kept in the record, or
-// the reference of a step item.
+// stepEntry is an element of a record's steps list: the reference of a
+// step item, or a step kept in the record (stepOfV010).
 type stepEntry struct {
 	step  core.Step
 	ref   stepRef
 	isRef bool
 }
 
-// stepEntries reads the steps list (nil if there is none).
+// stepEntries reads a record's steps list (nil if there is none).
 func (r *itemReader) stepEntries(name string) []stepEntry {
 	av, ok := r.item[name]
 	if !ok {
@@ -444,10 +370,9 @@ func (r *itemReader) stepEntries(name string) []stepEntry {
 			copy(ref[:], v.Value)
 			entries = append(entries, stepEntry{ref: ref, isRef: true})
 		case *types.AttributeValueMemberM:
-			sr := itemReader{item: v.Value}
-			st := core.Step{Name: sr.str("n", true), Result: sr.result("r", "")}
-			if sr.err != nil {
-				r.fail("attribute %s[%d]: %v", name, i, sr.err)
+			st, err := stepOfV010(v)
+			if err != nil {
+				r.fail("attribute %s[%d]: %v", name, i, err)
 				return nil
 			}
 			entries = append(entries, stepEntry{step: st})
