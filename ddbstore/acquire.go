@@ -62,46 +62,31 @@ var _ idem.Acquirer = (*Store)(nil)
 // may have been applied, one consistent GetItem checks for it in the same
 // way.
 func (s *Store) Acquire(ctx context.Context, rec core.Record, now time.Time, p core.Policy) (core.Record, *core.Record, error) {
-	const op = "acquire"
 	if err := ctx.Err(); err != nil {
 		return core.Record{}, nil, err
 	}
-	item, err := s.checkReservation(op, &rec)
+	item, err := s.checkReservation("acquire", &rec)
 	if err != nil {
 		return core.Record{}, nil, err
 	}
 	a := &acquisition{s: s, rec: rec, item: item, now: now, policy: p}
-	for try := 0; ; try++ {
-		old, err := a.write(ctx)
-		if err == nil {
-			return s.acquired(ctx, a, old)
-		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return a.failed(ctx, err)
-		}
-		blocking, existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, a.loads)
-		switch {
-		case err != nil:
-			return core.Record{}, nil, err
-		case found && core.Acquired(existing, rec):
-			return existing, nil, nil
-		case found && !core.Acquirable(&existing, rec.Fingerprint, now, p):
-			return core.Record{}, nil, &idem.ConflictError{Existing: existing}
-		case try >= 2:
-			return core.Record{}, nil, core.MarkTransient(&Error{Op: op, Table: s.table,
-				Err: fmt.Errorf("%w: the blocking record changed twice during the acquisition", ErrUnavailable)})
-		}
-		if err := a.next(ctx, blocking, existing, found); err != nil {
-			return core.Record{}, nil, err
-		}
+	replaced, own, err := a.run(ctx)
+	switch {
+	case err != nil:
+		return core.Record{}, nil, err
+	case own != nil:
+		return *own, nil, nil
+	case replaced != nil && replaced.Expired(now):
+		replaced = nil // a record that counted as absent
 	}
+	return core.Acquire(rec, replaced, now), replaced, nil
 }
 
 // acquisition is one Acquire: the record to write (rec, and its item
-// without steps), the time and the policy, and whether the next write
-// restarts an expired record (Reserve's PutItem) instead of the
-// UpdateItem.
+// without steps), the time and the policy; and after a refusal by a record
+// that core.Acquirable allows, what the next write needs: a new record over
+// one past retention (restart), or the step items of a live one extended
+// (extend, the blocking record and its item).
 type acquisition struct {
 	s       *Store
 	rec     core.Record
@@ -109,6 +94,60 @@ type acquisition struct {
 	now     time.Time
 	policy  core.Policy
 	restart bool
+	extend  *blocked
+}
+
+// blocked is a record that refused a write, and its item.
+type blocked struct {
+	item map[string]types.AttributeValue
+	rec  core.Record
+}
+
+// run makes the acquisition's writes until one is applied, and returns the
+// record it replaced (nil: none), its steps read; or the acquisition as an
+// earlier try applied it (own); or the error that answers it.
+func (a *acquisition) run(ctx context.Context) (replaced, own *core.Record, err error) {
+	s := a.s
+	for try := 0; ; try++ {
+		if err := a.extendSteps(ctx); err != nil {
+			return nil, nil, err
+		}
+		old, err := a.write(ctx)
+		if err == nil {
+			replaced, err := s.replaced(ctx, old)
+			return replaced, nil, err
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			own, err := a.failed(ctx, err)
+			return nil, own, err
+		}
+		blocking, existing, found, err := s.blockingFor(ctx, "acquire", ccf, a.rec.Key, a.loads)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case found && core.Acquired(existing, a.rec):
+			return nil, &existing, nil
+		case found && !core.Acquirable(&existing, a.rec.Fingerprint, a.now, a.policy):
+			return nil, nil, &idem.ConflictError{Existing: existing}
+		case try >= 2:
+			return nil, nil, core.MarkTransient(&Error{Op: "acquire", Table: s.table,
+				Err: fmt.Errorf("%w: the blocking record changed twice during the acquisition", ErrUnavailable)})
+		}
+		a.restart, a.extend = found && existing.Expired(a.now), nil
+		if found && !a.restart {
+			a.extend = &blocked{item: blocking, rec: existing}
+		}
+	}
+}
+
+// extendSteps extends the step items of the live record that refused the
+// last write, where they end before the new record would (extendStepItems).
+func (a *acquisition) extendSteps(ctx context.Context) error {
+	if a.extend == nil {
+		return nil
+	}
+	return a.s.extendStepItems(ctx, "acquire", a.extend.item, a.extend.rec, a.rec.ExpiresAt, a.now)
 }
 
 // write makes the acquisition's write: the UpdateItem, answering the item
@@ -116,7 +155,7 @@ type acquisition struct {
 func (a *acquisition) write(ctx context.Context) (map[string]types.AttributeValue, error) {
 	s := a.s
 	if a.restart {
-		_, err := s.client.PutItem(ctx, s.reserveInput(a.item, nil, a.now), s.calls.fns...)
+		_, err := s.client.PutItem(ctx, s.freshInput(a.item, a.now), s.calls.fns...)
 		return nil, err
 	}
 	out, err := s.client.UpdateItem(ctx, s.acquireInput(a.item, a.rec, a.now, a.policy), s.calls.fns...)
@@ -127,29 +166,17 @@ func (a *acquisition) write(ctx context.Context) (map[string]types.AttributeValu
 	return out.Attributes, nil
 }
 
-// next prepares the write after a refusal by a record that
-// core.Acquirable allows (blocking, the stored item, if found): a new
-// record over one past retention, the step items of a live one extended
-// where they end too early, or the same write again.
-func (a *acquisition) next(ctx context.Context, blocking map[string]types.AttributeValue, existing core.Record, found bool) error {
-	a.restart = found && existing.Expired(a.now)
-	if !found || a.restart {
-		return nil
-	}
-	return a.s.extendStepItems(ctx, "acquire", blocking, a.rec.ExpiresAt, a.now)
-}
-
 // failed is the answer to an acquisition refused otherwise than by its
 // condition (err): where it may have been applied, the stored record is
 // read first and returned if it is the acquisition (core.Acquired).
-func (a *acquisition) failed(ctx context.Context, err error) (core.Record, *core.Record, error) {
+func (a *acquisition) failed(ctx context.Context, err error) (*core.Record, error) {
 	t := a.s.translate(ctx, "acquire", err)
 	if t.maybeApplied {
 		if own, ok := a.s.ownWrite(ctx, "acquire", a.rec.Key, a.own, a.own); ok {
-			return own, nil, nil
+			return &own, nil
 		}
 	}
-	return core.Record{}, nil, t.err
+	return nil, t.err
 }
 
 // own selects the stored record that is the acquisition itself
@@ -187,28 +214,19 @@ func (s *Store) checkReservation(op string, rec *core.Record) (map[string]types.
 	return item, nil
 }
 
-// acquired returns the record an acquisition wrote over old (the item
-// before it, empty if there was none or it restarted an expired record)
-// and the live record it replaced. The steps the record carries over from
-// old (core.Resumable) are read where old keeps them in step items.
-func (s *Store) acquired(ctx context.Context, a *acquisition, old map[string]types.AttributeValue) (core.Record, *core.Record, error) {
+// replaced returns the record an acquisition's write replaced, old (the
+// item before it; nil if it was empty: no record, or one it restarted),
+// with its steps, read from their step items where it keeps them there.
+func (s *Store) replaced(ctx context.Context, old map[string]types.AttributeValue) (*core.Record, error) {
 	if len(old) == 0 {
-		return core.Acquire(a.rec, nil, a.now), nil, nil
+		return nil, nil
 	}
 	prev, err := s.decode(old)
-	if err != nil {
-		// The write was made; only the record it replaced is unreadable.
-		return core.Record{}, nil, core.MarkPermanent(&Error{Op: "acquire", Table: s.table, Err: err})
+	if err == nil {
+		return &prev, s.resolveSteps(ctx, "acquire", old, &prev, nil)
 	}
-	if s.hasStepRefs(old) && core.Resumable(&prev, a.rec.Fingerprint, a.now) {
-		if err := s.resolveSteps(ctx, "acquire", old, &prev, nil); err != nil {
-			return core.Record{}, nil, err
-		}
-	}
-	if prev.Expired(a.now) {
-		return core.Acquire(a.rec, &prev, a.now), nil, nil
-	}
-	return core.Acquire(a.rec, &prev, a.now), &prev, nil
+	// The write was made; only the record it replaced is unreadable.
+	return nil, core.MarkPermanent(&Error{Op: "acquire", Table: s.table, Err: err})
 }
 
 // acquireCondition is core.Acquirable as a condition expression (see
@@ -251,9 +269,9 @@ func (s *Store) acquireInput(item map[string]types.AttributeValue, rec core.Reco
 	values[":now_s"], values[":now_ms"] = num(now.Unix()), num(now.UnixMilli())
 	values[":max"] = num(int64(p.AttemptLimit()))
 	values[":want_fp"] = &types.AttributeValueMemberS{Value: rec.Fingerprint}
-	values[":new_exp"] = num(math.MaxInt64)
-	if !rec.ExpiresAt.IsZero() {
-		values[":new_exp"] = num(ceilSeconds(rec.ExpiresAt))
+	values[":new_exp"] = item[s.ttlAttr] // the new end of retention, in seconds
+	if values[":new_exp"] == nil {
+		values[":new_exp"] = num(math.MaxInt64)
 	}
 	var update strings.Builder
 	parts.replacement(&update, item, values, true)

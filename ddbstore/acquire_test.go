@@ -1,9 +1,11 @@
 package ddbstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -270,6 +272,21 @@ func TestAcquireWhereUpdateItemIsDenied(t *testing.T) {
 	}
 	if puts, gets := f.counts(); len(f.updates) != 1 || puts != 0 || gets != 0 {
 		t.Errorf("%d UpdateItem, %d PutItem, %d GetItem; want the one UpdateItem", len(f.updates), puts, gets)
+	}
+	// Through a runner: the handler does not run, and the log names the
+	// action at ERROR.
+	var logs bytes.Buffer
+	r, err := idem.New(s, idem.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	out, err := r.Do(context.Background(), "unit:key:2", []byte(`{}`), func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+	if out.Verdict != idem.StoreFailed || !errors.Is(err, idem.ErrMisconfigured) || ran {
+		t.Errorf("Do = %s, %v, ran %v; want store_failed, not run", out.Verdict, err, ran)
+	}
+	if line := logs.String(); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "dynamodb:UpdateItem") {
+		t.Errorf("log %q, want an ERROR record naming dynamodb:UpdateItem", line)
 	}
 }
 

@@ -126,7 +126,7 @@ func (s *Store) completeKeeping(ctx context.Context, rec core.Record) (core.Reco
 			return core.Record{}, core.MarkTransient(&Error{Op: op, Table: s.table,
 				Err: fmt.Errorf("%w: the record's steps changed during the completion", ErrUnavailable)})
 		}
-		if missing, ttl, err = s.unreferenced(ctx, item, rec); err != nil {
+		if missing, ttl, err = s.unreferenced(ctx, item, existing, rec); err != nil {
 			return core.Record{}, err
 		}
 	}
@@ -170,13 +170,14 @@ func (s *Store) keepingInput(stored core.Record, missing []core.Step, ttl int64)
 	return in
 }
 
-// unreferenced makes the caller's record, item, ready for rec, a retryable
+// unreferenced makes the caller's record, stored (its item, item), ready
+// for rec, a retryable
 // failure with steps, whose keeping UpdateItem it refused: where item
 // lacks references of rec's steps, it writes their step items (to end at
 // ttl, no earlier than the record and its other step items) and returns
 // them, to be appended; where it has them all, it extends its step items
 // that end before rec's retention (extendStepItems) and returns none.
-func (s *Store) unreferenced(ctx context.Context, item map[string]types.AttributeValue, rec core.Record) ([]core.Step, int64, error) {
+func (s *Store) unreferenced(ctx context.Context, item map[string]types.AttributeValue, stored, rec core.Record) ([]core.Step, int64, error) {
 	const op = "complete"
 	st, err := s.storedStepsOf(item)
 	if err != nil {
@@ -190,7 +191,7 @@ func (s *Store) unreferenced(ctx context.Context, item map[string]types.Attribut
 		}
 	}
 	if len(missing) == 0 {
-		return nil, 0, s.extendStepItems(ctx, op, item, rec.ExpiresAt, rec.UpdatedAt)
+		return nil, 0, s.extendStepItems(ctx, op, item, stored, rec.ExpiresAt, rec.UpdatedAt)
 	}
 	if int(st.size)+cost > s.stepRoom(rec.Key, rec.LeaseToken) {
 		return nil, 0, s.fail(op, ErrItemTooLarge, "the references of %d steps not recorded before the failure pass the item size limit %d", len(missing), s.maxItem)

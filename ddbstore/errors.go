@@ -275,13 +275,17 @@ func deniedError(op, table, code string, err error) *Error {
 
 // action names the DynamoDB action of the request that failed with err,
 // as IAM policies name it ("dynamodb:UpdateItem"), from the SDK's
-// operation error.
+// operation error; a transaction's are its items'.
 func action(err error) string {
 	var oe *smithy.OperationError
-	if errors.As(err, &oe) && oe.Operation() != "" {
-		return "dynamodb:" + oe.Operation()
+	switch {
+	case !errors.As(err, &oe) || oe.Operation() == "":
+		return "the request's action"
+	case oe.Operation() == "TransactWriteItems":
+		// IAM checks each item of a transaction against its own action.
+		return "the action of each item of the transaction (dynamodb:PutItem for the record, and each staged item's own)"
 	}
-	return "the request's action"
+	return "dynamodb:" + oe.Operation()
 }
 
 // httpStatus returns the status of an HTTP response error (the SDK's

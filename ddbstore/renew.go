@@ -96,7 +96,7 @@ func (s *Store) renewOnce(ctx context.Context, rec, renewed core.Record, now tim
 	case core.Renewed(existing, rec.LeaseToken, renewed.LeaseUntil):
 		return existing, false, nil
 	case core.Renewable(existing, rec.LeaseToken, now) && s.hasStepRefs(item):
-		return core.Record{}, true, s.extendStepItems(ctx, op, item, renewed.ExpiresAt, now)
+		return core.Record{}, true, s.extendStepItems(ctx, op, item, existing, renewed.ExpiresAt, now)
 	}
 	return core.Record{}, false, s.renewLost(rec, nil)
 }

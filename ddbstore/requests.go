@@ -143,6 +143,33 @@ func (s *Store) replaceInput(item map[string]types.AttributeValue, cond string, 
 	}
 }
 
+// freshCondition writes a record where no live record is
+// (core.Record.Expired: past retention, and not an in-progress record with
+// a live lease).
+const freshCondition = "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"
+
+// freshInput is the PutItem of item, a new record, over no live record
+// (freshCondition): Reserve's without prev, and an acquisition's over a
+// record past retention.
+func (s *Store) freshInput(item map[string]types.AttributeValue, now time.Time) *dynamodb.PutItemInput {
+	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr, "#st": s.names.Status, "#lease": s.names.LeaseUntil}
+	values := map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()), ":in_progress": s.parts.inProgress}
+	return s.putInput(item, freshCondition, names, values)
+}
+
+// putInput is the PutItem of item under cond (with its names and values),
+// which asks for the blocking item on failure.
+func (s *Store) putInput(item map[string]types.AttributeValue, cond string, names map[string]string, values map[string]types.AttributeValue) *dynamodb.PutItemInput {
+	return &dynamodb.PutItemInput{
+		TableName:                           s.parts.table,
+		Item:                                item,
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
 // prevBranch returns the condition that replaces prev at now and nothing
 // else (core.Reservable with prev: core.Replaceable over a live record):
 // the stored record is still prev (token, status, number of steps), within
@@ -182,7 +209,9 @@ func (s *Store) stepCount(n int, names map[string]string, values map[string]type
 		return "attribute_not_exists(#names)"
 	}
 	values[":n_steps"] = num(int64(n))
-	return "size(#names) = :n_steps"
+	// (attribute_exists first: some servers, moto, fail size() of an
+	// attribute the item lacks instead of evaluating it false.)
+	return "(attribute_exists(#names) AND size(#names) = :n_steps)"
 }
 
 // untilClause is the part of a condition that keeps the record's end of

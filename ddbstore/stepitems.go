@@ -77,6 +77,23 @@ func (s *Store) stepItem(key string, step core.Step, ttl int64) map[string]types
 	return item
 }
 
+// stepValue is a step as its step item holds it: a map of "n" (S, its
+// name) and "r" (B, its result; absent when empty).
+func stepValue(step core.Step) types.AttributeValue {
+	m := map[string]types.AttributeValue{"n": &types.AttributeValueMemberS{Value: step.Name}}
+	if len(step.Result) > 0 {
+		m["r"] = &types.AttributeValueMemberB{Value: step.Result}
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// stepOfValue reads a step written by stepValue.
+func stepOfValue(v *types.AttributeValueMemberM) (core.Step, error) {
+	r := itemReader{item: v.Value}
+	st := core.Step{Name: r.str("n", true), Result: r.result("r", "")}
+	return st, r.err
+}
+
 // isStepItem reports whether item is one of the store's step items: its
 // key (the partition key, or the sort key where the table has one) ends
 // with stepSuffix and a reference, and it has a steps list and no status.
@@ -266,10 +283,7 @@ func (s *Store) getItems(ctx context.Context, op, key string, refs []stepRef) ([
 // readStepItems. It reads nothing when every reference is known.
 func (s *Store) resolveSteps(ctx context.Context, op string, item map[string]types.AttributeValue, rec *core.Record, known []core.Step) error {
 	r := itemReader{item: item}
-	entries := r.stepEntries(s.names.Steps)
-	if r.err != nil {
-		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: r.err})
-	}
+	entries := r.stepEntries(s.names.Steps) // none where the list does not decode
 	have := make(map[stepRef]core.Step, len(known))
 	for _, st := range known {
 		have[refOf(st)] = st
@@ -288,6 +302,9 @@ func (s *Store) resolveSteps(ctx context.Context, op string, item map[string]typ
 		for ref, st := range read {
 			have[ref] = st
 		}
+	}
+	if r.err != nil {
+		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: r.err})
 	}
 	rec.Steps = nil
 	for _, e := range entries {
@@ -313,48 +330,47 @@ func (s *Store) hasStepRefs(item map[string]types.AttributeValue) bool {
 	return false
 }
 
-// extendStepItems makes the step items of item, a record, end their
-// retention no earlier than expires would need (itemEnd): it reads them,
-// writes them again to end later (putStepItem), and then sets the record's
-// steps_until with one UpdateItem conditioned on the record being still
-// the one read (its token and status), with the same steps and
-// steps_until. A record that changed meanwhile is left as it is: the
-// caller's next write is refused again, or is not. Where no step item ends
-// too early it does nothing.
-func (s *Store) extendStepItems(ctx context.Context, op string, item map[string]types.AttributeValue, expires, now time.Time) error {
-	rec, err := s.decode(item)
-	var st storedSteps
-	if err == nil {
-		st, err = s.storedStepsOf(item)
-	}
+// extendStepItems makes the step items of stored (its item, item) end
+// their retention no earlier than a record that ends at expires needs
+// (itemEnd): it reads them, writes them again to end later (putStepItem),
+// and then sets the record's steps_until with one UpdateItem conditioned on
+// the record being still the one read (its token and status), with the
+// same steps and steps_until. A record that changed meanwhile is left as it
+// is: the caller's next write is refused again, or is not. Where no step
+// item ends too early it does nothing.
+func (s *Store) extendStepItems(ctx context.Context, op string, item map[string]types.AttributeValue, stored core.Record, expires, now time.Time) error {
+	st, err := s.storedStepsOf(item)
 	if err != nil {
 		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
 	}
-	later := rec
-	later.ExpiresAt = expires
-	ttl, again := st.itemEnd(&later, st.until, now)
+	ttl, again := st.itemEnd(expires, st.until, now)
 	if !again {
 		return nil
 	}
-	if err := s.resolveSteps(ctx, op, item, &rec, nil); err != nil {
+	var refs []stepRef
+	for _, e := range st.entries {
+		if e.isRef {
+			refs = append(refs, e.ref)
+		}
+	}
+	steps, err := s.readStepItems(ctx, op, stored.Key, refs)
+	if err != nil {
 		return err
 	}
-	for i, e := range st.entries {
-		if e.isRef {
-			if err := s.putStepItem(ctx, op, rec.Key, rec.Steps[i], ttl); err != nil {
-				return err
-			}
+	for _, ref := range refs {
+		if err := s.putStepItem(ctx, op, stored.Key, steps[ref], ttl); err != nil {
+			return err
 		}
 	}
 	n := &s.names
 	values := map[string]types.AttributeValue{":old": num(st.until), ":n": num(int64(len(st.entries))),
-		":st": &types.AttributeValueMemberS{Value: string(rec.Status)}, ":tok": &types.AttributeValueMemberS{Value: rec.LeaseToken}}
+		":st": &types.AttributeValueMemberS{Value: string(stored.Status)}, ":tok": &types.AttributeValueMemberS{Value: stored.LeaseToken}}
 	update := "REMOVE #until" // items that never end
 	if ttl > 0 {
 		update, values[":ttl"] = "SET #until = :ttl", num(ttl)
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table), Key: s.keyOf(rec.Key),
+		TableName: aws.String(s.table), Key: s.keyOf(stored.Key),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String("#st = :st AND #tok = :tok AND size(#steps) = :n AND #until = :old"),
 		ExpressionAttributeNames:  map[string]string{"#until": n.StepsUntil, "#st": n.Status, "#tok": n.LeaseToken, "#steps": n.Steps},

@@ -216,7 +216,7 @@ func (s *Store) refusedStep(key, token string, step core.Step, now time.Time, tt
 	case core.StepConflict:
 		return 0, false, fmt.Errorf("ddbstore: step on table %q, key hash %s, step %q: %w", s.table, idem.HashKey(key), step.Name, idem.ErrStepConflict)
 	case core.StepAppend:
-		if later, again := st.itemEnd(cur, ttl, now); again {
+		if later, again := st.itemEnd(cur.ExpiresAt, ttl, now); again {
 			return later, true, nil
 		}
 		return 0, false, s.fail("step", ErrItemTooLarge, "step %q of %d bytes: the record's steps reached the item size limit %d", step.Name, len(step.Result), s.maxItem)
@@ -280,17 +280,18 @@ func (st storedSteps) holds(step core.Step, ref stepRef) bool {
 }
 
 // itemEnd reports whether a step item that ends at ttl (none: 0) ends too
-// early for rec, and if so the end it needs: none for a record that never
-// ends; else the later of the earliest end of the record's step items and
-// twice the record's remaining retention from now.
-func (st storedSteps) itemEnd(rec *core.Record, ttl int64, now time.Time) (int64, bool) {
+// early for a record that ends its retention at expires (zero: never),
+// and if so the end it needs: none for a record that never ends; else the
+// later of the earliest end of the record's step items and twice the
+// record's remaining retention from now.
+func (st storedSteps) itemEnd(expires time.Time, ttl int64, now time.Time) (int64, bool) {
 	if ttl == 0 {
 		return 0, false
 	}
-	if rec.ExpiresAt.IsZero() {
+	if expires.IsZero() {
 		return 0, true
 	}
-	exp := rec.ExpiresAt.Unix()
+	exp := expires.Unix()
 	if exp <= ttl && st.until <= ttl {
 		return 0, false
 	}
@@ -321,78 +322,3 @@ func (s *Store) stepRoom(key, token string) int {
 
 // fmt64 stands for a fingerprint (hex SHA-256: 64 characters) in stepRoom.
 const fmt64 = "0000000000000000000000000000000000000000000000000000000000000000"
-
-// stepValue is a step as its step item holds it: a map of "n" (S, its
-// name) and "r" (B, its result; absent when empty).
-func stepValue(step core.Step) types.AttributeValue {
-	m := map[string]types.AttributeValue{"n": &types.AttributeValueMemberS{Value: step.Name}}
-	if len(step.Result) > 0 {
-		m["r"] = &types.AttributeValueMemberB{Value: step.Result}
-	}
-	return &types.AttributeValueMemberM{Value: m}
-}
-
-// stepOfValue reads a step written by stepValue.
-func stepOfValue(v *types.AttributeValueMemberM) (core.Step, error) {
-	r := itemReader{item: v.Value}
-	st := core.Step{Name: r.str("n", true), Result: r.result("r", "")}
-	return st, r.err
-}
-
-// stepEntry is an element of a record's steps list: the reference of a
-// step item, or a step kept in the record (stepOfV010).
-type stepEntry struct {
-	step  core.Step
-	ref   stepRef
-	isRef bool
-}
-
-// stepEntries reads a record's steps list (nil if there is none).
-func (r *itemReader) stepEntries(name string) []stepEntry {
-	av, ok := r.item[name]
-	if !ok {
-		return nil
-	}
-	l, ok := av.(*types.AttributeValueMemberL)
-	if !ok {
-		r.fail("attribute %s is %T, want L", name, av)
-		return nil
-	}
-	entries := make([]stepEntry, 0, len(l.Value))
-	for i, e := range l.Value {
-		switch v := e.(type) {
-		case *types.AttributeValueMemberB:
-			if len(v.Value) != stepRefSize {
-				r.fail("attribute %s[%d] is a reference of %d bytes, want %d", name, i, len(v.Value), stepRefSize)
-				return nil
-			}
-			var ref stepRef
-			copy(ref[:], v.Value)
-			entries = append(entries, stepEntry{ref: ref, isRef: true})
-		case *types.AttributeValueMemberM:
-			st, err := stepOfV010(v)
-			if err != nil {
-				r.fail("attribute %s[%d]: %v", name, i, err)
-				return nil
-			}
-			entries = append(entries, stepEntry{step: st})
-		default:
-			r.fail("attribute %s[%d] is %T, want M or B", name, i, e)
-			return nil
-		}
-	}
-	return entries
-}
-
-// steps reads the steps list: the steps in order, or nil if there are none
-// or some are kept in step items (resolveSteps reads those).
-func (r *itemReader) steps(name string) []core.Step {
-	var steps []core.Step
-	for _, e := range r.stepEntries(name) {
-		if e.isRef {
-			return nil
-		}
-		steps = append(steps, e.step)
-	}
-	return steps
-}
