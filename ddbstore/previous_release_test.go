@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -168,12 +167,12 @@ func storedRecords(t *testing.T, s *ddbstore.Store, now time.Time, keys ...strin
 }
 
 // buildPrevious builds cmd/previous of testdata/v0.1.0 into the test's
-// temporary directory, with the go command that runs the test and the
-// module cache the repository's own build filled (no download needed).
+// temporary directory, with the go command on PATH and the module cache the
+// repository's own build filled (no download needed).
 func buildPrevious(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "previous")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/previous")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/previous")
 	cmd.Dir = previousRelease
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if out, err := cmd.CombinedOutput(); err != nil {
