@@ -27,13 +27,14 @@ import (
 // them in step items, referenced from the record, with steps_until.
 type previousDDB struct {
 	*ddbstore.Store
-	client *dynamodb.Client
+	reader *ddbstore.Store  // the same table through the checks' client
+	client *dynamodb.Client // the checks' client, which retries
 }
 
 func (p previousDDB) Downgrade(ctx context.Context, key string) error {
 	// The record with its steps, read at the epoch: live whatever its
 	// retention in simulated time.
-	rec, err := p.Get(ctx, key, time.Unix(0, 0))
+	rec, err := p.reader.Get(ctx, key, time.Unix(0, 0))
 	if errors.Is(err, idem.ErrNotFound) {
 		return nil
 	}
@@ -140,7 +141,11 @@ func TestSimDynamoAll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return previousDDB{Store: s, client: checker}
+		reader, err := ddbstore.New(checker, store.Table())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return previousDDB{Store: s, reader: reader, client: checker}
 	}
 	cfg.StoreResolution = time.Second
 	res := runWith(t, cfg, "go run ./internal/cmd/testenv -server "+cmp.Or(os.Getenv("IDEM_DDB_SERVER"), "dynalite")+" -- ")
