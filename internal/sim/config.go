@@ -46,6 +46,10 @@ type Config struct {
 	// MaxViolations stops the run after this many violations (0 means 1).
 	// The first violation of each invariant is kept.
 	MaxViolations int
+	// Regions, if set, makes the store a global table of two Regions,
+	// whose replicas are in-memory stores (NewStore stays unset), and
+	// checks NoDuplicate and NoLostOutcome (see Regions).
+	Regions *Regions
 }
 
 // Stager stages the writes of a handler try, to be committed with its
