@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemgo/idem/internal/devserver"
 	"github.com/idemgo/idem/internal/sim"
 )
 
@@ -262,8 +264,9 @@ func computeRows(t *testing.T, rows []func(*testing.T) []string) [][]string {
 	return out
 }
 
-// regionsPage is the page whose tables TestRegionsTable holds.
-const regionsPage = "../../docs/multi-region.md"
+// regionsPage is the page whose tables TestRegionsTable holds, from the
+// repository's root.
+const regionsPage = "docs/multi-region.md"
 
 // TestRegionsTable computes the tables of docs/multi-region.md with the
 // simulation (measureRegions: sim.Regional's events, a fixed seed) and
@@ -276,7 +279,12 @@ func TestRegionsTable(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes the table's runs ten times slower: make test checks the table without it, beside TestSim")
 	}
-	b, err := os.ReadFile(regionsPage)
+	root, err := devserver.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, regionsPage)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +310,7 @@ func TestRegionsTable(t *testing.T) {
 		}
 	}
 	if *updateDocs {
-		if err := os.WriteFile(regionsPage, []byte(page), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(page), 0o644); err != nil { // #nosec G306 -- a page of the repository, as git checks it out
 			t.Fatal(err)
 		}
 	}
