@@ -310,7 +310,7 @@ func TestRegionsTable(t *testing.T) {
 		}
 	}
 	if *updateDocs {
-		if err := os.WriteFile(path, []byte(page), 0o644); err != nil { // #nosec G306 -- a page of the repository, as git checks it out
+		if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
