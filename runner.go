@@ -231,6 +231,10 @@ type call struct {
 	// staged holds the writes the last try staged (Stage), committed with
 	// its success.
 	staged []any
+	// unsure names the steps its tries ran whose write may not have been
+	// applied: the next try writes each again before it skips it (see
+	// execution.confirm).
+	unsure map[string]bool
 	// endSpan ends the call's span (Tracer); nil without a tracer.
 	endSpan func(Observation)
 	// annotate is the caller's annotation (WithAnnotation); nil: none.

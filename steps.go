@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -68,8 +69,12 @@ type execution struct {
 	token string
 	rn    *renewal // the try's renewal; nil when renewal is off
 
-	mu        sync.Mutex
-	steps     []core.Step
+	mu    sync.Mutex
+	steps []core.Step
+	// unsure names the steps, of this call, whose write may not have been
+	// applied (see record): carried from try to try, each is written again
+	// before it is skipped (confirm).
+	unsure    map[string]bool
 	running   map[string]bool // names of steps that ran or run in this try; made by the first Step
 	done      bool            // the handler returned: no more steps
 	calls     int
@@ -80,15 +85,10 @@ type executionKey struct{}
 
 // withExecution returns ctx carrying the execution of the try under rec
 // and its renewal rn (nil: none), and the function that ends it when the
-// handler returns: it sets rec.Steps to the steps the stored record now has
-// and adds the try's step writes to the call's store calls.
+// handler returns (finish).
 func (c *call) withExecution(ctx context.Context, rec *core.Record, rn *renewal) (context.Context, func()) {
-	x := &execution{c: c, key: rec.Key, token: rec.LeaseToken, rn: rn, steps: append([]core.Step(nil), rec.Steps...)}
-	return context.WithValue(ctx, executionKey{}, x), func() {
-		steps, calls, storeTime := x.finish()
-		rec.Steps = steps
-		c.storeCalls, c.storeTime = c.storeCalls+calls, c.storeTime+storeTime
-	}
+	x := &execution{c: c, key: rec.Key, token: rec.LeaseToken, rn: rn, steps: append([]core.Step(nil), rec.Steps...), unsure: c.unsure}
+	return context.WithValue(ctx, executionKey{}, x), func() { x.finish(rec) }
 }
 
 func executionOf(ctx context.Context) *execution {
@@ -106,7 +106,9 @@ func executionOf(ctx context.Context) *execution {
 // next try. If the step's write fails, Step returns that error; after a
 // transient failure (the write may have been applied) the step still counts
 // as completed in this execution, so that a failure recorded for it keeps
-// the step.
+// the step, and fn does not run again: a next try of the call writes the
+// step again before it skips it (a write the store recognises if it was
+// applied), so that a step is skipped only with a result the store holds.
 //
 // What it guarantees: a step whose result was recorded never runs again
 // for the key while its record lasts. A step whose fn ran but whose record
@@ -140,40 +142,53 @@ func Step(ctx context.Context, name string, fn func(ctx context.Context) ([]byte
 	if _, ok := x.c.r.store.(StepRecorder); !ok {
 		return nil, fmt.Errorf("idem: step %q: %w", name, ErrStepsUnsupported)
 	}
-	if result, done, err := x.begin(name); done || err != nil {
-		return result, err
+	result, done, unsure, err := x.begin(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case unsure:
+		return x.confirm(ctx, core.Step{Name: name, Result: result})
+	case done:
+		return result, nil
 	}
 	if err := x.timeLeft(); err != nil {
 		x.abandon(name)
 		return nil, fmt.Errorf("idem: step %q not started: %w", name, err)
 	}
-	result, err := fn(ctx)
+	result, err = fn(ctx)
 	if err != nil {
 		x.abandon(name)
 		return nil, err
 	}
 	if err := x.record(ctx, core.Step{Name: name, Result: result}); err != nil {
-		err = fmt.Errorf("idem: step %q ran but was not recorded: %w", name, err)
-		if errors.Is(err, ErrLeaseLost) {
-			// No verdict on the handler: a takeover's completion wins, or
-			// a later delivery resumes.
-			err = core.MarkTransient(err)
-		}
-		return nil, err
+		return nil, notRecorded(name, err)
 	}
 	return result, nil
 }
 
-// begin claims name for this try. done is true, with the recorded result,
-// if an earlier execution completed the step.
-func (x *execution) begin(name string) (result []byte, done bool, err error) {
+// notRecorded is the error of step name, whose fn ran, when its write
+// failed with err.
+func notRecorded(name string, err error) error {
+	err = fmt.Errorf("idem: step %q ran but was not recorded: %w", name, err)
+	if errors.Is(err, ErrLeaseLost) {
+		// No verdict on the handler: a takeover's completion wins, or a
+		// later delivery resumes.
+		err = core.MarkTransient(err)
+	}
+	return err
+}
+
+// begin claims name for this try. done is true, with the step's result, if
+// an earlier execution, or an earlier try of this call, completed the
+// step; unsure, if that try's write may not have been applied.
+func (x *execution) begin(name string) (result []byte, done, unsure bool, err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.done {
-		return nil, false, fmt.Errorf("idem: step %q after its handler returned: %w", name, ErrNoExecution)
+		return nil, false, false, fmt.Errorf("idem: step %q after its handler returned: %w", name, ErrNoExecution)
 	}
 	if x.running[name] {
-		return nil, false, fmt.Errorf("idem: step %q: %w", name, ErrStepRepeated)
+		return nil, false, false, fmt.Errorf("idem: step %q: %w", name, ErrStepRepeated)
 	}
 	if x.running == nil {
 		x.running = map[string]bool{}
@@ -181,10 +196,26 @@ func (x *execution) begin(name string) (result []byte, done bool, err error) {
 	x.running[name] = true
 	for _, s := range x.steps {
 		if s.Name == name {
-			return append([]byte(nil), s.Result...), true, nil
+			return append([]byte(nil), s.Result...), true, x.unsure[name], nil
 		}
 	}
-	return nil, false, nil
+	return nil, false, false, nil
+}
+
+// confirm writes step again, completed by an earlier try of this call
+// whose write may not have been applied, before Step skips it: the store
+// recognises the write if it was applied. If the write fails, the step is
+// not skipped and its fn does not run (it may be recorded): Step returns
+// the error, and the step stays as it was.
+func (x *execution) confirm(ctx context.Context, step core.Step) ([]byte, error) {
+	if _, err := x.write(ctx, step); err != nil {
+		x.abandon(step.Name)
+		return nil, notRecorded(step.Name, err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.unsure, step.Name)
+	return step.Result, nil
 }
 
 func (x *execution) abandon(name string) {
@@ -208,8 +239,8 @@ func (x *execution) record(ctx context.Context, step core.Step) error {
 	if err == nil || maybeApplied {
 		// After a write that may have been applied, fn completed either
 		// way: a failure recorded for this execution keeps the step
-		// rather than erase it.
-		x.add(step)
+		// rather than erase it, and a next try confirms it.
+		x.add(step, err != nil)
 	}
 	return err
 }
@@ -285,19 +316,31 @@ func (x *execution) count(d time.Duration) {
 	x.storeTime += d
 }
 
-func (x *execution) add(step core.Step) {
+// add adds step, completed by this try, to the execution's steps; unsure
+// if its write may not have been applied.
+func (x *execution) add(step core.Step, unsure bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.steps = append(x.steps, step)
+	if unsure {
+		if x.unsure == nil {
+			x.unsure = map[string]bool{}
+		}
+		x.unsure[step.Name] = true
+	}
 }
 
-// finish ends the try: no step starts after it. It returns the steps the
-// record now holds and the try's store calls.
-func (x *execution) finish() (steps []core.Step, calls int, storeTime time.Duration) {
+// finish ends the try under rec: no step starts after it. It sets
+// rec.Steps to the steps the stored record now has (those whose write may
+// not have been applied included), carries those to the call's next try,
+// and adds the try's step writes to the call's store calls.
+func (x *execution) finish(rec *core.Record) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.done = true
-	return x.steps, x.calls, x.storeTime
+	c := x.c
+	rec.Steps, c.unsure = x.steps, maps.Clone(x.unsure)
+	c.storeCalls, c.storeTime = c.storeCalls+x.calls, c.storeTime+x.storeTime
 }
 
 // DownstreamKey returns the stable key for the external call name made by

@@ -252,39 +252,84 @@ func TestDownstreamKeyOfTheExecution(t *testing.T) {
 	}
 }
 
-// lostStepAnswers is a memstore whose step writes are applied and answered
-// with a transient error, as a write whose answer was lost.
-type lostStepAnswers struct{ *memstore.Store }
+// failingSteps is a memstore whose first fail step writes fail
+// transiently: applied with their answer lost (applied), or not applied
+// (throttled).
+type failingSteps struct {
+	*memstore.Store
+	applied bool
+	fail    *int
+}
 
-func (s lostStepAnswers) RecordStep(ctx context.Context, key, token string, step core.Step, now time.Time) error {
+func (s failingSteps) RecordStep(ctx context.Context, key, token string, step core.Step, now time.Time) error {
+	if *s.fail == 0 {
+		return s.Store.RecordStep(ctx, key, token, step, now)
+	}
+	*s.fail--
+	if !s.applied {
+		return core.MarkTransient(errors.New("step write throttled"))
+	}
 	if err := s.Store.RecordStep(ctx, key, token, step, now); err != nil {
 		return err
 	}
 	return core.MarkTransient(errors.New("step answer lost"))
 }
 
-// TestStepWriteAnswerLost: a step whose write keeps failing transiently
-// (applied, its answer lost) returns the error, but the step counts as
-// completed in the execution, and the retry does not run it again.
-func TestStepWriteAnswerLost(t *testing.T) {
-	f := newFixture(t)
-	r, err := idem.New(lostStepAnswers{f.store}, idem.WithClock(f.clock.Now), idem.WithSleep(f.clock.Sleep),
-		idem.WithRetry(3, base, maxDelay), idem.WithCompletionAttempts(2))
-	if err != nil {
-		t.Fatal(err)
+// TestStepWriteFailedBeforeARetry: a step whose write failed transiently
+// (it may have been applied) returns the error, and the step counts as
+// completed in the execution: its function never runs again. The next try
+// of the call, under the same reservation, writes the step again before it
+// skips it (recognised if it was applied), so that a step is skipped only
+// with a result the store holds; while that write fails, the step is not
+// skipped, and the failure recorded for the call keeps the step for the
+// next delivery.
+func TestStepWriteFailedBeforeARetry(t *testing.T) {
+	tests := []struct {
+		name    string
+		applied bool
+		fail    int   // step writes that fail
+		want    error // the first call's error
+	}{
+		{name: "applied, answer lost", applied: true, fail: 2},
+		{name: "not applied", fail: 2},
+		{name: "answers lost until the call ends", applied: true, fail: 6, want: idem.ErrTransientFailure},
+		{name: "not applied until the call ends", fail: 6, want: idem.ErrTransientFailure},
 	}
-	charges := 0
-	var first error
-	out, err := r.Do(f.ctx(t, 30*time.Second), "evt:lost-step:1", []byte(`{}`), func(ctx context.Context) ([]byte, error) {
-		res, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { charges++; return []byte("ch_1"), nil })
-		if first == nil {
-			first = err
-		}
-		return res, err
-	})
-	if first == nil || err != nil || string(out.Result) != "ch_1" || charges != 1 || out.Attempts != 1 {
-		t.Fatalf("first step error %v; Do = %q attempts %d, %v; charge ran %d times; want an error, then ch_1 from the retry of attempt 1, charged once",
-			first, out.Result, out.Attempts, err, charges)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			fail := tt.fail
+			r, err := idem.New(failingSteps{f.store, tt.applied, &fail}, idem.WithClock(f.clock.Now), idem.WithSleep(f.clock.Sleep),
+				idem.WithRetry(3, base, maxDelay), idem.WithCompletionAttempts(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const key = "evt:failed-step:1"
+			charges, tries := 0, 0
+			handler := func(ctx context.Context) ([]byte, error) {
+				tries++
+				res, err := idem.Step(ctx, "charge", func(context.Context) ([]byte, error) { charges++; return []byte("ch_1"), nil })
+				if err == nil && tries > 1 {
+					rec, gerr := f.store.Get(ctx, key, f.clock.Now())
+					if gerr != nil || len(rec.Steps) != 1 || string(rec.Steps[0].Result) != "ch_1" {
+						t.Errorf("try %d skipped step charge with %q; the store holds %v, %v; want the step recorded", tries, res, rec, gerr)
+					}
+				}
+				return res, err
+			}
+			out, err := r.Do(f.ctx(t, 30*time.Second), key, []byte(`{}`), handler)
+			if charges != 1 || tt.want == nil && (err != nil || string(out.Result) != "ch_1") || tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("Do = %q, %v after %d tries; charge ran %d times; want ch_1 or %v, charged once", out.Result, err, tries, charges, tt.want)
+			}
+			if tt.want == nil {
+				return
+			}
+			fail, tries = 0, 0
+			out, err = r.Do(f.ctx(t, 30*time.Second), key, []byte(`{}`), handler)
+			if err != nil || string(out.Result) != "ch_1" || charges != 1 {
+				t.Fatalf("next Do = %q, %v; charge ran %d times; want ch_1 from the step the failure kept, charged once", out.Result, err, charges)
+			}
+		})
 	}
 }
 

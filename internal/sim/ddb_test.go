@@ -92,10 +92,11 @@ func (d ddbStager) Landed(ctx context.Context, id string) (int, error) {
 func TestSimDynamoAll(t *testing.T) {
 	dynamoEndpoint(t)
 	store, client := newDynamoStore(t), newDynamoClient(t)
+	checker := retrying(client) // the checks' own reads and rewrites
 	staging := sim.Staging()
 	cfg := memConfig(t, 14, 4000, sim.AllFaults(), sim.Steps(), staging, sim.Renewing(), sim.Waiting())
-	if transactions(t, client) {
-		cfg.Stager = ddbStager{client: client, table: newTable(t, client, "idem-sim-staged-")}
+	if transactions(t, checker) {
+		cfg.Stager = ddbStager{client: checker, table: newTable(t, client, "idem-sim-staged-")}
 	} else {
 		t.Logf("%s has no TransactWriteItems: no staged writes", os.Getenv("IDEM_DDB_SERVER"))
 		cfg.Services[1].Stage = 0
@@ -111,7 +112,7 @@ func TestSimDynamoAll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return previousDDB{Store: s, client: client}
+		return previousDDB{Store: s, client: checker}
 	}
 	cfg.StoreResolution = time.Second
 	res := runWith(t, cfg, "go run ./internal/cmd/testenv -server "+cmp.Or(os.Getenv("IDEM_DDB_SERVER"), "dynalite")+" -- ")

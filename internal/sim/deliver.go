@@ -89,8 +89,9 @@ type call struct {
 	tries      int           // handler tries it started
 	execLife   int           // the record lifetime its tries ran in (0: none yet)
 	success    string        // resultKey of the success the store accepted from it
-	held       time.Time     // lease end of the reservation the runner holds
+	held       time.Time     // lease end the runner holds: its reservation's, then its last renewal's
 	expect     *renewal      // the renewal goroutine its next try starts
+	retrying   bool          // the runner announced a next try: its next sleep is the backoff before it
 	rn         *renewal      // the renewal goroutine of its running try
 	stepWrites int           // RecordStep calls it made
 	staged     *stagedTry    // the staged writes of its last try

@@ -147,8 +147,9 @@
 // # Capabilities
 //
 // Services turn on, alone or together, the runner's and the store's
-// capabilities: lease renewal (WithLeaseRenewal; the renewal goroutine's
-// calls are scheduled and faulted like the handler's), bounded waits and
+// capabilities: lease renewal (WithLeaseRenewal; the renewal goroutine of
+// each try, a call's next tries included, is scheduled and its calls
+// faulted like the handler's), bounded waits and
 // in-process coalescing (WithWait), the local cache (WithCache), steps
 // (idem.Step), staged writes (idem.Stage; Config.Stager), large results
 // (Config.NewStoreBlob: a blob store faulted like the store), fingerprint

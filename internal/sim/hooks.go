@@ -10,8 +10,9 @@ import (
 )
 
 // The simulation's hooks into the runner: its tracer (which call of a task
-// runs), its logger (the one record it acts on: a renewal goroutine's lost
-// lease), and its sleep (the runner's waits, in simulated time).
+// runs), its logger (the two records it acts on: a renewal goroutine's lost
+// lease, and a call's next try), and its sleep (the runner's waits, in
+// simulated time).
 
 // tracer is every runner's idem.Tracer: a call's start tells which of its
 // task's calls runs (for a batch, the next of that key in batch order: the
@@ -46,22 +47,30 @@ func (s *simulation) callEnded(c *call, o idem.Observation) {
 	}
 }
 
-// leaseLostMessage is the message of the runner's log record of a lease
-// its renewal goroutine lost.
-const leaseLostMessage = "idem lease lost"
+// leaseLostMessage and retryMessage are the messages of the runner's log
+// records of a lease its renewal goroutine lost and of a call's next try
+// (docs/observability.md).
+const (
+	leaseLostMessage = "idem lease lost"
+	retryMessage     = "idem retry"
+)
 
 // logHandler is every runner's slog.Handler. It drops every record but
-// acts on one: a renewal goroutine's lost lease, logged right before the
-// goroutine ends without another call to schedule (see leaseLost).
+// acts on two: a renewal goroutine's lost lease, logged right before the
+// goroutine ends without another call to schedule (see leaseLost), and a
+// next try in a call, logged by the call's thread right before the backoff
+// that precedes the try (see call.backoff).
 type logHandler struct{ s *simulation }
 
-func (h logHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h logHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (h logHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == leaseLostMessage {
-		if rn := h.s.cur.rn; rn != nil {
-			h.s.leaseLost(rn)
-		}
+	a := h.s.cur
+	switch {
+	case r.Message == leaseLostMessage && a.rn != nil:
+		h.s.leaseLost(a.rn)
+	case r.Message == retryMessage && a.rn == nil && a.t.cur != nil:
+		a.t.cur.retrying = true
 	}
 	return nil
 }
@@ -77,10 +86,26 @@ func (b *sandbox) sleep(ctx context.Context, d time.Duration) error {
 	if a.rn != nil {
 		return a.rn.sleep(d)
 	}
-	if c := a.t.cur; c != nil && c.expect != nil {
+	switch c := a.t.cur; {
+	case c != nil && c.expect != nil:
 		return c.expect.start(ctx, d)
+	case c != nil && c.retrying:
+		return c.backoff(ctx, d)
 	}
 	return a.t.sleep(ctx, d)
+}
+
+// backoff is the sleep before a next try of c, which the runner announced
+// (retryMessage). If it ends without an error, the runner starts the try
+// at once, under the same reservation, and with it, if leases are renewed,
+// a renewal goroutine that renews the lease held (expectRenewal).
+func (c *call) backoff(ctx context.Context, d time.Duration) error {
+	c.retrying = false
+	err := c.t.sleep(ctx, d)
+	if err == nil {
+		c.t.s.expectRenewal(c)
+	}
+	return err
 }
 
 // sleep is a sleep of the task's thread. It ends early when its context, if

@@ -11,43 +11,53 @@ import (
 )
 
 // renewal is the renewal goroutine of one try (WithLeaseRenewal), as the
-// simulation schedules it. The runner starts it before the handler runs;
-// its first call (a sleep) makes it an actor, handed to the scheduler by
-// the try's thread, which waits for it at the handler's start (see
-// awaitRenewal). From then on it runs only when the scheduler resumes it,
-// and it is stopped (its context cancelled) only while its task holds the
-// turn and waits for it to end.
+// simulation schedules it. The runner starts one before each try of a call:
+// the first after the reservation, and each next one after the backoff
+// that precedes it (the tries share the reservation, and each renews the
+// lease the last one held). Its first call (a sleep) makes it an actor,
+// handed to the scheduler by the try's thread, which waits for it at the
+// handler's start (see awaitRenewal). From then on it runs only when the
+// scheduler resumes it, and it is stopped (its context cancelled) only
+// while its task holds the turn and waits for it to end.
 //
 // The goroutine ends without another call the simulation could schedule in
-// three cases, each known beforehand: the lease is already at its cap (the
-// deadline plus the margin) when the try starts (no goroutine is awaited);
-// a renewal reached the cap (its answer is held until the try ends, as a
-// late answer, see RenewLease); the lease is lost (the runner logs it: the
-// log handler hands the turn back, see leaseLost).
+// three cases, each known beforehand: the lease held is already at its cap
+// (the deadline plus the margin) when the try starts (no goroutine is
+// awaited); a renewal reached the cap (its answer is held until the try
+// ends, as a late answer, see RenewLease); the lease is lost (the runner
+// logs it: the log handler hands the turn back, see leaseLost).
 type renewal struct {
 	c     *call
 	a     *actor
 	ctx   context.Context    // the renewals' context: the runner's, from the first sleep
-	lease time.Time          // the end of the lease the goroutine holds
 	cap   time.Time          // the latest lease end (deadline + margin); zero: none
 	first chan time.Duration // the end of its first sleep, sent to the try's thread
 	lost  bool               // the lease was lost: the handler's context is cancelled
 }
 
 // reserved records that the runner holds the reservation of c until
-// leaseUntil, and, if c's service renews leases, that the try it now runs
-// starts a renewal goroutine, unless the lease is at its cap already.
+// leaseUntil, and expects the renewal goroutine of its first try.
 func (s *simulation) reserved(c *call, leaseUntil time.Time) {
-	c.held, c.expect = leaseUntil, nil
+	c.held = leaseUntil
+	s.expectRenewal(c)
+}
+
+// expectRenewal records, if c's service renews leases, that the try the
+// runner starts next under c's reservation starts a renewal goroutine,
+// unless the lease held (c.held) is at its cap already. It is told so at
+// the reservation, and after the backoff before a next try (see
+// call.backoff).
+func (s *simulation) expectRenewal(c *call) {
+	c.expect = nil
 	sv := c.d.sv
 	if sv.Renewal <= 0 {
 		return
 	}
-	rn := &renewal{c: c, lease: leaseUntil}
+	rn := &renewal{c: c}
 	if deadline, ok := c.t.ctx.Deadline(); ok {
 		rn.cap = deadline.Add(sv.leaseMargin())
 	}
-	if !rn.more(leaseUntil) {
+	if !rn.more(c.held) {
 		return
 	}
 	rn.a = s.newActor(c.t, rn)
@@ -121,7 +131,7 @@ func (rn *renewal) sleep(d time.Duration) error {
 // the try stops the renewals.
 func (rn *renewal) rule() *legRule {
 	sb, margin := rn.c.t.sb, rn.c.d.sv.leaseMargin()
-	return &legRule{a: rn.a, call: rn.c, until: sb.simTime(rn.lease.Add(-margin)), stop: rn.ctx.Done(), rn: rn}
+	return &legRule{a: rn.a, call: rn.c, until: sb.simTime(rn.c.held.Add(-margin)), stop: rn.ctx.Done(), rn: rn}
 }
 
 // RenewLease implements idem.LeaseRenewer over the inner store for the
@@ -146,7 +156,7 @@ func (f *faultStore) RenewLease(ctx context.Context, rec core.Record, until, now
 		r.hold = err == nil && !lost && !rn.more(v.LeaseUntil)
 	})
 	if err == nil {
-		rn.lease = got.LeaseUntil
+		rn.c.held = got.LeaseUntil
 	}
 	return got, err
 }

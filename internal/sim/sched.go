@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -83,6 +84,9 @@ func (s *simulation) after(d time.Duration, fn func()) { s.push(event{at: s.now 
 func (s *simulation) loop() {
 	for len(s.q) > 0 {
 		ev := heap.Pop(&s.q).(event)
+		if ev.a == nil && ev.fn == nil {
+			panic("sim: an event with neither an actor nor a function: the queue was changed by a goroutine that did not hold the turn")
+		}
 		if ev.a != nil && ev.gen != ev.a.gen {
 			continue // the park ended otherwise (interrupted, or stopped)
 		}
@@ -104,8 +108,30 @@ func (s *simulation) loop() {
 // resume hands the turn to a and waits until it hands it back.
 func (s *simulation) resume(a *actor, k wakeKind) {
 	s.mix(uint64(a.id), uint64(k))
+	s.hand(a, k)
+}
+
+// hand wakes a, parked, with k, and waits until it hands the turn back. An
+// actor that does not take the turn within a minute on the wall clock is
+// not parked: its goroutine ended, or a goroutine the simulation does not
+// schedule parked in its place (a renewal goroutine it did not expect) and
+// went on. The run cannot go on, and stops with a panic that says so
+// rather than wait forever.
+func (s *simulation) hand(a *actor, k wakeKind) {
 	s.cur = a
-	a.wake <- k
+	select {
+	case a.wake <- k:
+	default:
+		// A renewal goroutine may be about to park for the first time.
+		timer := time.NewTimer(time.Minute)
+		select {
+		case a.wake <- k:
+			timer.Stop()
+		case <-timer.C:
+			panic(fmt.Sprintf("sim: actor %d (%s of task %d) was woken at %s but is not parked: its goroutine ended, or another parked in its place",
+				a.id, a.role(), a.t.id, fmtRel(s.now)))
+		}
+	}
 	<-s.back
 }
 
@@ -117,9 +143,7 @@ func (s *simulation) drain() {
 		if ev.a == nil || ev.gen != ev.a.gen || ev.a.rn != nil {
 			continue
 		}
-		s.cur = ev.a
-		ev.a.wake <- wakeHalt
-		<-s.back
+		s.hand(ev.a, wakeHalt)
 	}
 }
 
@@ -138,6 +162,14 @@ type actor struct {
 	// next park: a renewal goroutine's first, made while its task holds
 	// the turn.
 	handoff chan struct{}
+}
+
+// role names what a runs: a task's thread or a renewal goroutine.
+func (a *actor) role() string {
+	if a.rn != nil {
+		return "the renewal goroutine"
+	}
+	return "the thread"
 }
 
 func (s *simulation) newActor(t *task, rn *renewal) *actor {

@@ -152,13 +152,15 @@ func Storm(sandboxes int) Service {
 
 // Renewing is a Lambda whose leases are renewed every second (2 s + the
 // margin each), with handlers of up to 40 s, the slow ones beyond their
-// 5 to 60 s deadlines, and in-process retries; its calls are marked as from
-// a source that limits its deliveries (idem.ContextWithSourceLimit), so its
-// keys have no bound.
+// 5 to 60 s deadlines, and in-process retries, which start while half a
+// second (or the call's longest try) is left in the lease held: each next
+// try renews it. Its calls are marked as from a source that limits its
+// deliveries (idem.ContextWithSourceLimit), so its keys have no bound.
 func Renewing() Service {
 	sv := Lambda()
 	sv.Name, sv.Renewal, sv.HandlerMax = "renewing", time.Second, 40*time.Second
 	sv.Retry, sv.SourceLimited = Retry{Attempts: 3, Base: 100 * time.Millisecond, Max: 2 * time.Second}, true
+	sv.RetryReserve = 500 * time.Millisecond
 	sv.Deadlines = []DeadlineMode{{Kind: Kill, Min: 5 * time.Second, Max: time.Minute}, {Kind: NoDeadline}}
 	return sv
 }

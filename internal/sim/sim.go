@@ -39,8 +39,10 @@ type Result struct {
 
 // Stats counts the events of a run.
 type Stats struct {
-	// Tries counts handler tries.
-	Tries int
+	// Tries counts handler tries; NextTries, those after a call's first
+	// (under its reservation, after a backoff); RenewedNextTries, next
+	// tries that renewed the lease held (a renewal goroutine started).
+	Tries, NextTries, RenewedNextTries int
 	// Crashes and Kills count tasks unwound by a crash or by their deadline.
 	Crashes, Kills int
 	// LostAnswers, Throttles and Timeouts count injected store faults.

@@ -317,6 +317,14 @@ func newDynamoClient(t *testing.T) *dynamodb.Client {
 	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 }
 
+// retrying returns client as a client that retries like a default one, for
+// the setup and the checks around the store under test, which are not under
+// test: moto may cut a response (use of closed network connection) even on
+// a fresh connection.
+func retrying(client *dynamodb.Client) *dynamodb.Client {
+	return dynamodb.New(client.Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 })
+}
+
 // newTable creates a table of the store's layout, named prefix and a random
 // suffix, deleted when t ends.
 func newTable(t *testing.T, client *dynamodb.Client, prefix string) string {
@@ -326,6 +334,7 @@ func newTable(t *testing.T, client *dynamodb.Client, prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	table := prefix + hex.EncodeToString(b[:])
+	client = retrying(client)
 	if _, err := ddbstore.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("CreateTable(%s) = %v", table, err)
 	}

@@ -125,9 +125,6 @@ func (c *call) checkStepRefused(name string, err error) {
 		return
 	}
 	lease := c.held
-	if c.rn != nil {
-		lease = c.rn.lease
-	}
 	limit := lease.Add(-c.d.sv.leaseMargin())
 	if now := c.t.sb.clock(); now.Before(limit) {
 		s.violate(StepLiveness, c.ks, "delivery %d: step %q refused at %s (runner's clock) for lack of time, but the lease the runner holds ends at %s (time left until %s): %v",

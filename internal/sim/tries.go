@@ -47,6 +47,12 @@ func (s *simulation) startTry(c *call, ctx context.Context) *try {
 	ks.open = append(ks.open, tr)
 	c.try = tr
 	c.tries++
+	if c.tries > 1 {
+		s.stats.NextTries++
+		if c.rn != nil {
+			s.stats.RenewedNextTries++
+		}
+	}
 	if perCall := ks.sv.attemptsPerCall(); c.tries > perCall {
 		s.violate(Attempts, ks, "try %d of delivery %d is its call's try %d; WithRetry allows %d; store holds %s",
 			tr.id, c.d.id, c.tries, perCall, s.curString(ks))
@@ -68,7 +74,7 @@ func (s *simulation) checkBeside(tr, o *try) {
 	ks, c := tr.c.ks, tr.c
 	if o.c.rn != nil && o.c.ctxErr() == nil {
 		s.violate(HandlerContext, ks, "try %d of delivery %d started while try %d of delivery %d (started at %s, lease renewed until %s) runs with a live context; store holds %s",
-			tr.id, c.d.id, o.id, o.c.d.id, s.fmtRel(o.start), s.fmtAbs(o.c.rn.lease), s.curString(ks))
+			tr.id, c.d.id, o.id, o.c.d.id, s.fmtRel(o.start), s.fmtAbs(o.c.held), s.curString(ks))
 	}
 	if o.overrun && s.now > o.heedEnd {
 		s.stats.OverrunOverlaps++
