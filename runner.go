@@ -326,7 +326,8 @@ func (c *call) storeComplete(ctx context.Context, rec core.Record) (core.Record,
 // failure) and executes fn, or answers from the record that blocks it: in
 // one write through a store that is an Acquirer, else by Reserve, and by a
 // second Reserve conditioned on the blocking record when core.Decide
-// answers Execute on it.
+// answers Execute on it (decided again, over no record, if that record
+// went before the second Reserve).
 func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 	cfg := &c.r.cfg
 	policy := c.policy()
@@ -335,6 +336,12 @@ func (c *call) reserve(now time.Time, fn Handler) (Outcome, error) {
 		rec, err := c.claim(prev, now, policy)
 		if err == nil {
 			return c.executeHeld(rec, fn)
+		}
+		if prev != nil && errors.Is(err, ErrRecordChanged) {
+			// prev went (released, deleted) between the decision and the
+			// reservation over it: decided again, the key has no record.
+			prev, c.tookOver = nil, false
+			continue
 		}
 		var ce *ConflictError
 		if !errors.As(err, &ce) {

@@ -31,18 +31,23 @@ import (
 // (validation, missing table, access denied).
 type Store interface {
 	// Reserve atomically writes rec, an in-progress record, if and only if
-	// one of these holds at now:
-	//   - no live record exists for rec.Key (absent or Expired at now);
-	//   - prev is not nil and the stored record is still the one prev
-	//     describes (same LeaseToken and Status) and it is either in
-	//     progress with a lease that ended by now, or a retryable failure
-	//     (core.Replaceable).
-	// Otherwise it writes nothing and returns a *ConflictError holding the
-	// live record that blocked it, unless that record is rec itself (a
-	// retried write: nil). prev is the record a core.Decide was made on; it
-	// is nil for a first attempt. A store that keeps steps apart from the
-	// record may leave the blocking record's steps out (nil) where rec could
-	// not resume it (core.Resumable): no decision needs them.
+	// core.Reservable holds at now for the live stored record and prev:
+	//   - prev is nil and no live record exists for rec.Key (absent or
+	//     Expired at now);
+	//   - prev is not nil and the live stored record is still the one prev
+	//     describes (same LeaseToken, Status and number of steps) and it is
+	//     either in progress with a lease that ended by now, or a retryable
+	//     failure (core.Replaceable).
+	// A live record that is rec itself is a retried write: nil. Otherwise
+	// it writes nothing and returns a *ConflictError holding the live record
+	// that blocked it or, where prev is not nil and no live record exists
+	// (prev was released, deleted or ended), an error wrapping
+	// ErrRecordChanged: rec carries prev's attempt count and steps, which a
+	// new record lifetime must not have, so the caller decides again. prev
+	// is the record a core.Decide was made on; it is nil for a first
+	// attempt. A store that keeps steps apart from the record may leave the
+	// blocking record's steps out (nil) where rec could not resume it
+	// (core.Resumable): no decision needs them.
 	Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error
 
 	// Complete atomically replaces the in-progress record of rec.Key with
@@ -73,9 +78,11 @@ var (
 	// WithLeaseRenewal, the cause of a handler's context cancelled because
 	// its lease could not be held wraps it too.
 	ErrLeaseLost = errors.New("idem: lease lost")
-	// ErrRecordChanged: a Releaser refused to delete a record because the
-	// stored record is no longer the one the caller read (it was taken
-	// over, completed or retried since).
+	// ErrRecordChanged: a write conditioned on a record the caller read
+	// was refused because that record is gone or another is stored: a
+	// Releaser's Release (the record was taken over, completed or retried
+	// since), or a Store's Reserve over prev where no live record exists
+	// any more (prev was released, deleted or ended).
 	ErrRecordChanged = errors.New("idem: record changed since it was read")
 	// ErrMisconfigured: the store's configuration does not fit what it
 	// stores in (ddbstore: a table whose key schema is not the one the

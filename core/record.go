@@ -172,6 +172,23 @@ func Replaceable(stored Record, prev *Record, now time.Time) bool {
 		stored.Status == StatusFailed && stored.Retryable
 }
 
+// Reservable is the rule of a reservation made on a decision (a store's
+// Reserve): it reports whether a reservation decided on prev (nil: on no
+// live record, a first attempt) may be written at now over live, the live
+// stored record (nil: none, or only one that is Expired at now). Without
+// prev it is written only where no live record exists; with prev, only
+// over prev itself, still replaceable (Replaceable). A reservation decided
+// on prev carries prev's attempt count and, for the same payload, its
+// steps: written where prev has gone (an operator's release, a deletion),
+// it would start a record lifetime with them. Refused with no live record,
+// it is to be decided again (with no prev).
+func Reservable(live, prev *Record, now time.Time) bool {
+	if prev == nil {
+		return live == nil
+	}
+	return live != nil && Replaceable(*live, prev, now)
+}
+
 // SameWrite reports whether stored is the write rec itself (same key, lease
 // token, status and attempt): a write retried after its answer was lost,
 // which a store answers as it answered the first try. Lease tokens are

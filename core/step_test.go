@@ -207,3 +207,35 @@ func TestReplaceableNeedsPrevsSteps(t *testing.T) {
 		t.Errorf("Replaceable(record, itself) = false, want true")
 	}
 }
+
+// TestReservable: a reservation decided on no record is written only over
+// no live record; one decided on prev only over prev, still replaceable,
+// never over a key whose record went (released) or ended, even without
+// steps: it would carry prev's count and steps into a new lifetime.
+func TestReservable(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	held := Reserve("k-00000001", "fp", "tok-a", nil, t0, t0.Add(time.Minute), time.Hour)
+	failed := Fail(held, errors.New("throttled"), true, t0.Add(time.Second), time.Hour)
+	failed.Steps = []Step{{Name: "charge", Result: []byte("ch_1")}}
+	other := Reserve("k-00000001", "fp", "tok-b", &failed, t0.Add(2*time.Second), t0.Add(time.Minute), time.Hour)
+	after := t0.Add(2 * time.Minute) // held's lease has ended
+	for _, tc := range []struct {
+		name       string
+		live, prev *Record
+		want       bool
+	}{
+		{"first attempt over no record", nil, nil, true},
+		{"first attempt over a live record", &held, nil, false},
+		{"over prev, an ended lease", &held, &held, true},
+		{"over prev, a retryable failure with steps", &failed, &failed, true},
+		{"prev went (released, deleted or ended)", nil, &failed, false},
+		{"prev went, prev without steps", nil, &held, false},
+		{"another record in prev's place", &other, &failed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Reservable(tc.live, tc.prev, after); got != tc.want {
+				t.Errorf("Reservable = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

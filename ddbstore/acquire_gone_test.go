@@ -46,12 +46,12 @@ func (r *releaseAfterRefusal) RoundTrip(req *http.Request) (*http.Response, erro
 }
 
 // TestAcquireOverARecordReleasedMeanwhile: an acquisition whose one write
-// was refused by a record it may replace (one of the previous encoding,
-// which the condition leaves to a second write) and whose record is
-// released before that second write starts afresh: attempt 1, and no
-// record replaced, as core.Acquire says over nothing. (It used to put over
-// the absent record at the attempt after the released one's and report
-// that record as replaced.)
+// was refused by a record it may replace (a retryable failure past its
+// retention, which carries its count: the condition leaves it to a second
+// request) and whose record is released before that second request starts
+// afresh: attempt 1, and no record replaced, as core.Acquire says over
+// nothing. (It used to put over the absent record at the attempt after the
+// released one's and report that record as replaced.)
 func TestAcquireOverARecordReleasedMeanwhile(t *testing.T) {
 	integration(t)
 	f := newFixture(t)
@@ -70,7 +70,7 @@ func TestAcquireOverARecordReleasedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := now.Add(time.Second)
+	at := now.Add(2 * time.Hour)
 	got, prev, err := s.Acquire(ctx, core.Reserve(old.Key, fp, "tok-new", nil, at, at.Add(time.Minute), time.Hour), at, acquirePolicy)
 	if err != nil || got.Attempts != 1 || prev != nil {
 		t.Fatalf("Acquire over a record released meanwhile = attempt %d, prev %v, %v; want attempt 1 over nothing", got.Attempts, prev, err)

@@ -1,9 +1,12 @@
 package ddbstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
@@ -19,8 +23,8 @@ import (
 	"github.com/idemgo/idem/internal/fakeclock"
 )
 
-// fakeUpdater is a fakeAPI with UpdateItem (a ddbstore.UpdateAPI), which
-// answers from a scripted function and records the requests.
+// fakeUpdater is a fakeAPI with UpdateItem, which answers from a scripted
+// function and records the requests.
 type fakeUpdater struct {
 	*fakeAPI
 	mu      sync.Mutex
@@ -110,11 +114,21 @@ func TestAcquireAnswers(t *testing.T) {
 			own.Attempts = 2
 			return nil, ccf(itemOf(t, own))
 		}, wantAttempt: 2},
-		{name: "left to a second write", answer: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
-			// A retryable failure the condition refused (say, written
-			// before attempts_carried existed): Reserve's PutItem over it.
+		{name: "past retention, carrying its count", answer: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+			// A retryable failure past its retention, which the condition
+			// leaves to a second request: Reserve's PutItem over no live
+			// record, attempt 1.
+			old := failed
+			old.ExpiresAt = t0
+			return nil, ccf(itemOf(t, old))
+		}, wantAttempt: 1, wantPuts: 1},
+		{name: "changed twice", answer: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+			// A live retryable failure that the condition allows refused it
+			// (it was written between the refusal and the read) each time:
+			// the UpdateItem again, three times in all, then a transient
+			// error.
 			return nil, ccf(itemOf(t, failed))
-		}, wantAttempt: 2, wantPrev: "tok-failed", wantPuts: 1},
+		}, conflict: "changed twice"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,6 +144,12 @@ func TestAcquireAnswers(t *testing.T) {
 			got, prev, err := s.Acquire(context.Background(), rec, later, acquirePolicy)
 			if puts, gets := f.counts(); puts != tc.wantPuts || gets != 0 {
 				t.Errorf("%d PutItem, %d GetItem; want %d, 0", puts, gets, tc.wantPuts)
+			}
+			if tc.conflict == "changed twice" {
+				if !errors.Is(err, ddbstore.ErrUnavailable) || core.Classify(err) != core.Transient || len(f.updates) != 3 {
+					t.Fatalf("Acquire = %v after %d UpdateItem, want a transient ErrUnavailable after 3", err, len(f.updates))
+				}
+				return
 			}
 			if tc.conflict != "" {
 				var ce *idem.ConflictError
@@ -155,76 +175,54 @@ func prevToken(prev *core.Record) string {
 	return prev.LeaseToken
 }
 
-// TestAcquireWithoutUpdateItem checks Acquire with a client that has
-// PutItem and GetItem only: Reserve's PutItem, and where the record that
-// blocks it may be replaced, a second PutItem conditioned on it.
-func TestAcquireWithoutUpdateItem(t *testing.T) {
-	t.Parallel()
-	failed := core.Fail(reservation("tok-failed"), errors.New("throttled"), true, t0.Add(time.Second), time.Hour)
-	f := &fakeAPI{put: func(n int, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
-		if n == 1 {
-			return nil, ccf(itemOf(t, failed))
-		}
-		return &dynamodb.PutItemOutput{}, nil
-	}}
-	s := newUnitStore(t, f)
-	now := t0.Add(2 * time.Second)
-	rec, prev, err := s.Acquire(context.Background(), core.Reserve("unit:key:1", fp, "tok-new", nil, now, now.Add(time.Minute), time.Hour), now, acquirePolicy)
-	if err != nil || rec.Attempts != 2 || prevToken(prev) != "tok-failed" {
-		t.Fatalf("Acquire = %v, prev %v, %v; want attempt 2 over tok-failed", rec, prev, err)
-	}
-	if puts, gets := f.counts(); puts != 2 || gets != 0 {
-		t.Errorf("%d PutItem, %d GetItem; want 2, 0", puts, gets)
-	}
-	if cond := aws.ToString(f.puts[1].ConditionExpression); !strings.Contains(cond, "#tok = :prev_tok") {
-		t.Errorf("second put's condition %q is not conditioned on the failure", cond)
-	}
-}
-
-// TestAcquireOverPreviousEncoding writes records as the store wrote them
-// before attempts_carried existed and acquires over them on a real
-// server: the count continues over a live retryable failure and an ended
-// lease (with one write more), restarts over an expired record, and Get
-// and List read them.
+// TestAcquireOverPreviousEncoding writes records as v0.1.0 wrote them
+// (steps kept in the record) and acquires over them on a real server: the
+// count and the steps continue over a live retryable failure and an ended
+// lease, in one write; the count restarts over an expired record, in one
+// write over a succeeded record and in two (Reserve's PutItem after the
+// UpdateItem) over a retryable failure that carries its count and steps;
+// Get and List read them.
 func TestAcquireOverPreviousEncoding(t *testing.T) {
 	integration(t)
 	f := newFixture(t)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Second)
 	later := now.Add(2 * time.Hour)
+	charge := []core.Step{{Name: "charge", Result: []byte(`"ch_1"`)}}
 	tests := []struct {
 		name        string
 		old         core.Record
 		at          time.Time
 		wantAttempt int
+		wantSteps   int
 		wantWrites  int
 	}{
-		{"live retryable failure", core.Fail(withAttempts(core.Reserve("compat:1", fp, "tok-old", nil, now, now.Add(time.Minute), time.Hour), 2),
-			errors.New("throttled"), true, now, time.Hour), now.Add(time.Second), 3, 2},
-		{"ended lease", withAttempts(core.Reserve("compat:2", fp, "tok-old", nil, now, now.Add(time.Second), time.Hour), 2), now.Add(time.Minute), 3, 2},
+		{"live retryable failure with a step", withSteps(core.Fail(withAttempts(core.Reserve("compat:1", fp, "tok-old", nil, now, now.Add(time.Minute), time.Hour), 2),
+			errors.New("throttled"), true, now, time.Hour), charge), now.Add(time.Second), 3, 1, 1},
+		{"ended lease", withAttempts(core.Reserve("compat:2", fp, "tok-old", nil, now, now.Add(time.Second), time.Hour), 2), now.Add(time.Minute), 3, 0, 1},
 		{"expired succeeded record", withAttempts(core.Succeed(core.Reserve("compat:3", fp, "tok-old", nil, now, now.Add(time.Second), time.Hour),
-			[]byte(`1`), now, time.Hour), 2), later, 1, 1},
-		{"expired retryable failure", core.Fail(withAttempts(core.Reserve("compat:4", fp, "tok-old", nil, now, now.Add(time.Minute), time.Hour), 2),
-			errors.New("throttled"), true, now, time.Hour), later, 1, 1},
+			[]byte(`1`), now, time.Hour), 2), later, 1, 0, 1},
+		{"expired retryable failure with a step", withSteps(core.Fail(withAttempts(core.Reserve("compat:4", fp, "tok-old", nil, now, now.Add(time.Minute), time.Hour), 2),
+			errors.New("throttled"), true, now, time.Hour), charge), later, 1, 0, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			putPrevious(t, f, tc.old)
-			if got, err := f.store.Get(ctx, tc.old.Key, now); err != nil || got.Attempts != 2 || got.Status != tc.old.Status {
-				t.Fatalf("Get of the old record = %v, %v", got, err)
+			if got, err := f.store.Get(ctx, tc.old.Key, now); err != nil || got.Attempts != 2 || got.Status != tc.old.Status || !sameSteps(got.Steps, tc.old.Steps) {
+				t.Fatalf("Get of the old record = %v (steps %q), %v", got, got.Steps, err)
 			}
 			f.rec.reset()
 			rec := core.Reserve(tc.old.Key, fp, "tok-new", nil, tc.at, tc.at.Add(time.Minute), time.Hour)
 			got, _, err := f.store.Acquire(ctx, rec, tc.at, acquirePolicy)
-			if err != nil || got.Attempts != tc.wantAttempt {
-				t.Fatalf("Acquire = %v, %v; want attempt %d", got, err, tc.wantAttempt)
+			if err != nil || got.Attempts != tc.wantAttempt || len(got.Steps) != tc.wantSteps {
+				t.Fatalf("Acquire = %v (steps %q), %v; want attempt %d with %d steps", got, got.Steps, err, tc.wantAttempt, tc.wantSteps)
 			}
 			if writes := f.rec.count("UpdateItem") + f.rec.count("PutItem"); writes != tc.wantWrites {
 				t.Errorf("%d writes, want %d", writes, tc.wantWrites)
 			}
 			stored, err := f.store.Get(ctx, tc.old.Key, tc.at)
-			if err != nil || stored.Attempts != tc.wantAttempt || stored.LeaseToken != "tok-new" {
-				t.Errorf("Get after Acquire = %v, %v", stored, err)
+			if err != nil || stored.Attempts != tc.wantAttempt || stored.LeaseToken != "tok-new" || len(stored.Steps) != tc.wantSteps {
+				t.Errorf("Get after Acquire = %v (steps %q), %v", stored, stored.Steps, err)
 			}
 		})
 	}
@@ -239,42 +237,61 @@ func withAttempts(rec core.Record, n int) core.Record {
 	return rec
 }
 
-// putPrevious writes rec as the store wrote it before attempts_carried.
+func withSteps(rec core.Record, steps []core.Step) core.Record {
+	rec.Steps = steps
+	return rec
+}
+
+// putPrevious writes rec as v0.1.0, the previous release, wrote it: its
+// steps kept in the record.
 func putPrevious(t *testing.T, f *fixture, rec core.Record) {
 	t.Helper()
-	item := itemOf(t, rec)
-	delete(item, ddbstore.AttrAttemptsCarried)
+	item := f.store.ItemV010(rec)
 	if _, err := f.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(f.table), Item: item}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestAcquireWhereUpdateItemIsDenied checks Acquire under an IAM policy
-// that grants PutItem and GetItem only: the first UpdateItem is refused
-// for access, the store reserves with PutItem, and makes no UpdateItem
-// again.
+// TestAcquireWhereUpdateItemIsDenied: under an IAM policy without
+// UpdateItem, Acquire fails once, loudly: a permanent misconfiguration
+// that names the action to grant, and no other request in its place.
 func TestAcquireWhereUpdateItemIsDenied(t *testing.T) {
 	t.Parallel()
 	f := &fakeUpdater{fakeAPI: &fakeAPI{}, update: func(int, *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
-		return nil, apiErr(400, generic("AccessDeniedException"))
+		return nil, &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "UpdateItem", Err: generic("AccessDeniedException")}
 	}}
 	s, err := ddbstore.New(f, "idem-unit")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, token := range []string{"tok-1", "tok-2"} {
-		rec := core.Reserve(fmt.Sprintf("unit:key:%d", i), fp, token, nil, t0, t0.Add(time.Minute), time.Hour)
-		if got, _, err := s.Acquire(context.Background(), rec, t0, acquirePolicy); err != nil || got.Attempts != 1 {
-			t.Fatalf("Acquire %d = %v, %v; want attempt 1 through PutItem", i, got, err)
-		}
+	rec := core.Reserve("unit:key:1", fp, "tok-1", nil, t0, t0.Add(time.Minute), time.Hour)
+	_, _, err = s.Acquire(context.Background(), rec, t0, acquirePolicy)
+	if !errors.Is(err, idem.ErrMisconfigured) || !errors.Is(err, ddbstore.ErrAccessDenied) || core.Classify(err) != core.Permanent ||
+		!strings.Contains(err.Error(), "dynamodb:UpdateItem") {
+		t.Errorf("Acquire under a policy without UpdateItem = %v; want a permanent misconfiguration naming dynamodb:UpdateItem", err)
 	}
-	if puts, _ := f.counts(); len(f.updates) != 1 || puts != 2 {
-		t.Errorf("%d UpdateItem, %d PutItem; want 1 (denied), 2", len(f.updates), puts)
+	if puts, gets := f.counts(); len(f.updates) != 1 || puts != 0 || gets != 0 {
+		t.Errorf("%d UpdateItem, %d PutItem, %d GetItem; want the one UpdateItem", len(f.updates), puts, gets)
+	}
+	// Through a runner: the handler does not run, and the log names the
+	// action at ERROR.
+	var logs bytes.Buffer
+	r, err := idem.New(s, idem.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	out, err := r.Do(context.Background(), "unit:key:2", []byte(`{}`), func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+	if out.Verdict != idem.StoreFailed || !errors.Is(err, idem.ErrMisconfigured) || ran {
+		t.Errorf("Do = %s, %v, ran %v; want store_failed, not run", out.Verdict, err, ran)
+	}
+	if line := logs.String(); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "dynamodb:UpdateItem") {
+		t.Errorf("log %q, want an ERROR record naming dynamodb:UpdateItem", line)
 	}
 }
 
 // TestNewEventOverOldStepsRunsItsOwn: a retryable failure with the step
-// "charge", written before attempts_carried existed and past its
+// "charge", written by v0.1.0 (the step kept in the record) and past its
 // retention, is replaced by a new event's execution through a runner (the
 // one-write Acquire): the new event's Step("charge") runs its own function,
 // directly and after a crash and takeover, and never gets the old event's
@@ -314,4 +331,9 @@ func TestNewEventOverOldStepsRunsItsOwn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameSteps reports whether a and b are the same steps in the same order.
+func sameSteps(a, b []core.Step) bool {
+	return slices.EqualFunc(a, b, func(x, y core.Step) bool { return x.Name == y.Name && string(x.Result) == string(y.Result) })
 }

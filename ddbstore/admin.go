@@ -15,32 +15,19 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// AdminAPI is the part of the DynamoDB client that the store's operator
-// methods call beyond API: Release deletes with DeleteItem, List reads with
-// Scan. A *dynamodb.Client satisfies it. The store asks its client for it
-// with a type assertion when one of those methods runs, so a client (or a
-// test's fake) with API's methods alone still serves the idem.Store methods.
-type AdminAPI interface {
-	API
-	// DeleteItem deletes an item (conditionally, for Release).
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	// Scan reads the table page by page (for List).
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
-
 // ErrBadToken is the error, checked with errors.Is, of List given a
 // continuation token that no List returned. Permanent.
 var ErrBadToken = errors.New("ddbstore: invalid continuation token")
 
 var _ idem.Releaser = (*Store)(nil)
 
-// admin returns the store's client as an AdminAPI, or an error wrapping
-// errors.ErrUnsupported.
+// admin returns the store's client as an AdminAPI (the operator's Scan),
+// or an error wrapping errors.ErrUnsupported.
 func (s *Store) admin(op string) (AdminAPI, error) {
 	a, ok := s.client.(AdminAPI)
 	if !ok {
 		return nil, &Error{Op: op, Table: s.table,
-			Err: fmt.Errorf("client %T has no DeleteItem and Scan (ddbstore.AdminAPI): %w", s.client, errors.ErrUnsupported)}
+			Err: fmt.Errorf("client %T has no Scan (ddbstore.AdminAPI): %w", s.client, errors.ErrUnsupported)}
 	}
 	return a, nil
 }
@@ -56,8 +43,7 @@ const releaseCondition = "#tok = :tok AND #st = :st AND #att = :att"
 // when another record is stored and idem.ErrNotFound when none is. Other
 // failures are translated as the store's other calls' are; after one that
 // may have been applied (a timeout, a 5xx), a second Release reports
-// idem.ErrNotFound if the first deleted the record. The client must
-// implement AdminAPI; otherwise the error wraps errors.ErrUnsupported.
+// idem.ErrNotFound if the first deleted the record.
 func (s *Store) Release(ctx context.Context, rec core.Record) error {
 	const op = "release"
 	if err := ctx.Err(); err != nil {
@@ -69,11 +55,7 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 	if rec.LeaseToken == "" || !rec.Status.Valid() {
 		return errors.New("ddbstore: release needs the record as read: its lease token, status and attempt")
 	}
-	client, err := s.admin(op)
-	if err != nil {
-		return err
-	}
-	_, err = client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      s.keyOf(rec.Key),
 		ConditionExpression:      aws.String(releaseCondition),
@@ -92,7 +74,7 @@ func (s *Store) Release(ctx context.Context, rec core.Record) error {
 	if !errors.As(err, &ccf) {
 		return s.translate(ctx, op, err).err
 	}
-	stored, found, err := s.blocking(ctx, op, ccf, rec.Key)
+	_, stored, found, err := s.blockingFor(ctx, op, ccf, rec.Key, nil)
 	if err != nil {
 		return err
 	}

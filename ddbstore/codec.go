@@ -104,8 +104,10 @@ type itemValues struct {
 }
 
 // encode returns the item of rec, whose times must be normalized, with the
-// result as given (possibly compressed) in body and its encoding. The item
-// has the layout's primary key and attribute names.
+// result as given (possibly compressed) in body and its encoding, and
+// without its steps, which only a step's own write (RecordStep) and a
+// failure's completion (Complete) add to a record. The item has the
+// layout's primary key and attribute names.
 func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string]types.AttributeValue {
 	n := &s.names
 	v := &itemValues{}
@@ -151,7 +153,6 @@ func (s *Store) encode(rec core.Record, body []byte, encoding string) map[string
 		v.omitted.Value = true
 		item[n.ResultOmitted] = &v.omitted
 	}
-	s.encodeSteps(item, rec.Steps)
 	return item
 }
 
@@ -287,6 +288,64 @@ func (r *itemReader) result(name, encoding string) []byte {
 		r.fail("result: %v", err)
 	}
 	return out
+}
+
+// stepEntry is an element of a record's steps list: the reference of a
+// step item, or a step kept in the record (stepOfV010).
+type stepEntry struct {
+	step  core.Step
+	ref   stepRef
+	isRef bool
+}
+
+// stepEntries reads a record's steps list (nil if there is none).
+func (r *itemReader) stepEntries(name string) []stepEntry {
+	av, ok := r.item[name]
+	if !ok {
+		return nil
+	}
+	l, ok := av.(*types.AttributeValueMemberL)
+	if !ok {
+		r.fail("attribute %s is %T, want L", name, av)
+		return nil
+	}
+	entries := make([]stepEntry, 0, len(l.Value))
+	for i, e := range l.Value {
+		switch v := e.(type) {
+		case *types.AttributeValueMemberB:
+			if len(v.Value) != stepRefSize {
+				r.fail("attribute %s[%d] is a reference of %d bytes, want %d", name, i, len(v.Value), stepRefSize)
+				return nil
+			}
+			var ref stepRef
+			copy(ref[:], v.Value)
+			entries = append(entries, stepEntry{ref: ref, isRef: true})
+		case *types.AttributeValueMemberM:
+			st, err := stepOfV010(v)
+			if err != nil {
+				r.fail("attribute %s[%d]: %v", name, i, err)
+				return nil
+			}
+			entries = append(entries, stepEntry{step: st})
+		default:
+			r.fail("attribute %s[%d] is %T, want M or B", name, i, e)
+			return nil
+		}
+	}
+	return entries
+}
+
+// steps reads the steps list: the steps in order, or nil if there are none
+// or some are kept in step items (resolveSteps reads those).
+func (r *itemReader) steps(name string) []core.Step {
+	var steps []core.Step
+	for _, e := range r.stepEntries(name) {
+		if e.isRef {
+			return nil
+		}
+		steps = append(steps, e.step)
+	}
+	return steps
 }
 
 // ItemSize returns the size of item as DynamoDB counts it against its item

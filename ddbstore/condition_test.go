@@ -15,13 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
 )
 
 // TestConditionsMatchCore checks the reservation, acquisition and completion
 // conditions, evaluated by a real DynamoDB-API server, against the rules
-// they translate: a reservation conditioned on prev succeeds exactly when
-// the stored record is Expired or Replaceable (core), an acquisition
+// they translate: a reservation succeeds exactly when core.Reservable
+// allows it, and is refused by the live record or, decided on a record
+// that has gone, as the record changed; an acquisition
 // exactly when core.Acquirable allows it (see checkAcquisitions), and a
 // completion exactly when the caller's in-progress record is not Expired at
 // the completion's time.
@@ -106,15 +108,25 @@ func storedRecords(at func(int) time.Time) []core.Record {
 	}
 }
 
+// putRaw writes rec unconditionally as v0.1.0 wrote it (encodeV010: its
+// steps, if any, kept in the record), which for a record without steps is
+// how this release writes it too.
 func (s *Store) putRaw(t *testing.T, rec core.Record) {
 	t.Helper()
-	// An unconditional put is safe to send again: this one call may retry what the SDK
-	// retries (a response cut by a closed connection, aws-sdk-go-v2 #2737, which moto's
-	// server provokes now and then even on fresh connections).
+	s.putItems(t, s.encodeV010(normalize(rec), nil, ""))
+}
+
+// putItems writes items unconditionally. An unconditional put is safe to
+// send again: this one call may retry what the SDK retries (a response cut
+// by a closed connection, aws-sdk-go-v2 #2737, which moto's server
+// provokes now and then even on fresh connections).
+func (s *Store) putItems(t *testing.T, items ...map[string]types.AttributeValue) {
+	t.Helper()
 	retry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }
-	_, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: s.encode(normalize(rec), nil, "")}, retry)
-	if err != nil {
-		t.Fatal(err)
+	for _, item := range items {
+		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}, retry); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -131,13 +143,20 @@ func checkReserve(t *testing.T, s *Store, stored core.Record, pv string, now tim
 		p.LeaseToken = "tok-stale"
 		prev = &p
 	}
-	want := stored.Expired(now) || core.Replaceable(stored, prev, now)
+	var live *core.Record
+	if !stored.Expired(now) {
+		live = &stored
+	}
+	want, refusal := core.Reservable(live, prev, now), "a conflict"
+	if live == nil {
+		refusal = "the record changed"
+	}
 	rec := core.Reserve(stored.Key, "fp", "tok-new", prev, now, now.Add(time.Minute), time.Hour)
-	item := s.encode(normalize(rec), nil, "")
-	_, err := s.client.PutItem(context.Background(), s.reserveInput(item, prev, now))
-	var ccf *types.ConditionalCheckFailedException
-	if got := err == nil; got != want || (err != nil && !errors.As(err, &ccf)) {
-		t.Errorf("reserve over %v with prev %s at %s: applied %v (%v), core says %v", stored, pv, now.Format(time.TimeOnly), got, err, want)
+	err := s.Reserve(context.Background(), rec, prev, now)
+	var ce *idem.ConflictError
+	refused := errors.As(err, &ce) && live != nil || errors.Is(err, idem.ErrRecordChanged) && live == nil
+	if got := err == nil; got != want || (err != nil && !refused) {
+		t.Errorf("reserve over %v with prev %s at %s: applied %v (%v), core says %v (refused: %s)", stored, pv, now.Format(time.TimeOnly), got, err, want, refusal)
 	}
 }
 
@@ -157,11 +176,11 @@ func checkComplete(t *testing.T, s *Store, stored core.Record, now time.Time) {
 // checkAcquisitions checks the acquisition's condition against
 // core.Acquirable, and its count against core.Acquire, for every stored
 // record at instants around its lease and retention ends, with the
-// caller's fingerprint and another, in the current encoding and in the
-// encoding before attempts_carried existed. The one UpdateItem applies
-// exactly where core allows it, but for the records it leaves to a second
-// write (see Store.Acquire); Store.Acquire, second write included, applies
-// exactly where core allows it.
+// caller's fingerprint and another, in this release's encoding and in
+// v0.1.0's (steps kept in the record). The one UpdateItem applies exactly
+// where core allows it, but for the records it leaves to a second request
+// (see Store.Acquire); Store.Acquire, second request included, applies
+// exactly where core allows it, and leaves the steps core.Acquire carries.
 func checkAcquisitions(t *testing.T, s *Store) {
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
@@ -202,43 +221,36 @@ func acquireRecords(at func(int) time.Time) []core.Record {
 }
 
 // leftToSecondWrite reports whether the acquisition's UpdateItem leaves
-// stored to a second write (see Store.Acquire): an expired record that
-// carries its count, has steps or is in progress, or a live one without a
-// TTL attribute or written before attempts_carried existed.
-func leftToSecondWrite(stored core.Record, old bool, now time.Time) bool {
-	if stored.Expired(now) {
-		return stored.Status == core.StatusInProgress || len(stored.Steps) > 0 || !old && carriesAttempts(stored)
-	}
-	return old || stored.ExpiresAt.IsZero()
+// stored to a second request (see Store.Acquire): a record past retention
+// that carries a count (in progress, or a retryable failure).
+func leftToSecondWrite(stored core.Record, now time.Time) bool {
+	return stored.Expired(now) && carriesAttempts(stored)
 }
 
 func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp string, now time.Time, p core.Policy) {
 	t.Helper()
 	put := func() {
-		item := s.encode(normalize(stored), nil, "")
 		if old {
-			delete(item, s.names.AttemptsCarried)
+			s.putRaw(t, stored)
+			return
 		}
-		// Unconditional, so it may retry, as putRaw does.
-		retry := func(o *dynamodb.Options) { o.RetryMaxAttempts = 5 }
-		if _, err := s.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}, retry); err != nil {
-			t.Fatal(err)
-		}
+		item, steps := s.encodeWithSteps(normalize(stored), 0)
+		s.putItems(t, append(steps, item)...)
 	}
-	what := fmt.Sprintf("acquire over %v (old encoding %v) with fp %s at %s", stored, old, fp, now.Format(time.TimeOnly))
+	what := fmt.Sprintf("acquire over %v (v0.1.0's encoding %v) with fp %s at %s", stored, old, fp, now.Format(time.TimeOnly))
 	allowed := core.Acquirable(&stored, fp, now, p)
 	rec := core.Reserve(stored.Key, fp, "tok-new", nil, now, now.Add(time.Minute), time.Hour)
 	want := core.Acquire(rec, &stored, now)
 	wantAttempts := want.Attempts
 
 	put()
-	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.acquireInput(s.encode(normalize(rec), nil, ""), normalize(rec), now, p))
+	_, err := s.client.UpdateItem(context.Background(), s.acquireInput(s.encode(normalize(rec), nil, ""), normalize(rec), now, p))
 	var ccf *types.ConditionalCheckFailedException
-	if want := allowed && !leftToSecondWrite(stored, old, now); (err == nil) != want || (err != nil && !errors.As(err, &ccf)) {
+	if want := allowed && !leftToSecondWrite(stored, now); (err == nil) != want || (err != nil && !errors.As(err, &ccf)) {
 		t.Errorf("%s: UpdateItem applied %v (%v), want %v", what, err == nil, err, want)
 	}
 	if err == nil {
-		if got, _, _ := s.read(context.Background(), "test", stored.Key); got.Attempts != wantAttempts || got.LeaseToken != "tok-new" || !sameSteps(got.Steps, want.Steps) {
+		if got, _ := s.Get(context.Background(), stored.Key, now); got.Attempts != wantAttempts || got.LeaseToken != "tok-new" || !sameSteps(got.Steps, want.Steps) {
 			t.Errorf("%s: stored %v with steps %q, want attempt %d with steps %q", what, got, got.Steps, wantAttempts, want.Steps)
 		}
 	}
@@ -251,7 +263,7 @@ func checkAcquire(t *testing.T, s *Store, stored core.Record, old bool, fp strin
 	if err == nil && got.Attempts != wantAttempts {
 		t.Errorf("%s: Acquire wrote attempt %d, want %d", what, got.Attempts, wantAttempts)
 	}
-	if after, _, _ := s.read(context.Background(), "test", stored.Key); err == nil && !sameSteps(after.Steps, want.Steps) {
+	if after, _ := s.Get(context.Background(), stored.Key, now); err == nil && !sameSteps(after.Steps, want.Steps) {
 		t.Errorf("%s: Acquire left steps %q, want %q", what, after.Steps, want.Steps)
 	}
 }

@@ -23,7 +23,11 @@ var (
 	// (DynamoDB's ResourceNotFoundException). Permanent.
 	ErrTableNotFound = errors.New("ddbstore: table not found")
 	// ErrAccessDenied: the caller's credentials may not use the table
-	// (AccessDeniedException, UnrecognizedClientException). Permanent.
+	// (AccessDeniedException, UnrecognizedClientException). Permanent. A
+	// request refused by the caller's IAM policy (AccessDeniedException)
+	// also wraps idem.ErrMisconfigured (the runner logs it at ERROR), and its
+	// message names the action to grant ("dynamodb:UpdateItem"): the store
+	// has one path per operation and never tries another request instead.
 	ErrAccessDenied = errors.New("ddbstore: access denied")
 	// ErrInvalidRequest: DynamoDB refused the request as invalid
 	// (ValidationException, SerializationException), which usually means the
@@ -231,7 +235,7 @@ func translateErr(op, table string, err error) translated {
 		case notFoundCodes[code]:
 			return translated{err: core.MarkPermanent(wrap(ErrTableNotFound))}
 		case deniedCodes[code]:
-			return translated{err: core.MarkPermanent(wrap(ErrAccessDenied))}
+			return translated{err: core.MarkPermanent(deniedError(op, table, code, err))}
 		case invalidCodes[code]:
 			return translated{err: core.MarkPermanent(wrap(ErrInvalidRequest))}
 		}
@@ -254,6 +258,34 @@ func translateErr(op, table string, err error) translated {
 	}
 	// Unknown: permanent, as core.Classify would say.
 	return translated{err: &Error{Op: op, Table: table, Err: err}, maybeApplied: true}
+}
+
+// deniedError is the error of a request refused for the caller's
+// credentials (code, one of deniedCodes): where its IAM policy lacks the
+// request's action (AccessDeniedException), a misconfiguration that names
+// the action to grant.
+func deniedError(op, table, code string, err error) *Error {
+	if code != "AccessDeniedException" {
+		return &Error{Op: op, Table: table, Err: fmt.Errorf("%w: %w", ErrAccessDenied, err)}
+	}
+	return &Error{Op: op, Table: table, Err: fmt.Errorf(
+		"%w: %w: the caller's IAM policy does not allow %s on the table: grant it (docs/dynamodb.md lists the actions of each operation): %w",
+		ErrAccessDenied, idem.ErrMisconfigured, action(err), err)}
+}
+
+// action names the DynamoDB action of the request that failed with err,
+// as IAM policies name it ("dynamodb:UpdateItem"), from the SDK's
+// operation error; a transaction's are its items'.
+func action(err error) string {
+	var oe *smithy.OperationError
+	switch {
+	case !errors.As(err, &oe) || oe.Operation() == "":
+		return "the request's action"
+	case oe.Operation() == "TransactWriteItems":
+		// IAM checks each item of a transaction against its own action.
+		return "the action of each item of the transaction (dynamodb:PutItem for the record, and each staged item's own)"
+	}
+	return "dynamodb:" + oe.Operation()
 }
 
 // httpStatus returns the status of an HTTP response error (the SDK's

@@ -23,14 +23,15 @@ import (
 )
 
 // memTable is a DynamoDB table in memory, enough for a runner over the store
-// without a server: a reservation (a condition that begins with
-// attribute_not_exists) is applied when the key is absent, a completion when
-// the stored record is in progress with the completion's token; a refused
-// put fails with the stored item (ALL_OLD). Safe for concurrent use.
+// without a server: a reservation or an acquisition is applied when the key
+// is absent, a completion when the stored record is in progress with the
+// completion's token; a refused write fails with the stored item (ALL_OLD).
+// Safe for concurrent use.
 type memTable struct {
-	mu    sync.Mutex
-	items map[string]map[string]types.AttributeValue // by pk; guarded by mu
-	puts  int                                        // guarded by mu
+	ddbstore.API // the calls a test does not answer (nil: a call panics)
+	mu           sync.Mutex
+	items        map[string]map[string]types.AttributeValue // by pk; guarded by mu
+	puts         int                                        // guarded by mu
 }
 
 func newMemTable() *memTable { return &memTable{items: map[string]map[string]types.AttributeValue{}} }
@@ -52,6 +53,31 @@ func (m *memTable) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...
 	}
 	m.items[pk] = in.Item
 	return &dynamodb.PutItemOutput{}, nil
+}
+
+// UpdateItem answers an acquisition (the runner's one-write reservation)
+// of an absent key: it writes the item the update's SET clauses give (the
+// counts computed on the server count 1). Any other is refused with the
+// stored item, as a completed record refuses it.
+func (m *memTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pk := in.Key[ddbstore.DefaultKeyAttribute].(*types.AttributeValueMemberS).Value
+	if old, found := m.items[pk]; found {
+		return nil, ccf(old)
+	}
+	item := map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: in.Key[ddbstore.DefaultKeyAttribute]}
+	set, _, _ := strings.Cut(strings.TrimPrefix(aws.ToString(in.UpdateExpression), "SET "), " REMOVE ")
+	for _, clause := range strings.Split(set, ", ") {
+		name, value, _ := strings.Cut(clause, " = ")
+		if v, ok := in.ExpressionAttributeValues[value]; ok {
+			item[in.ExpressionAttributeNames[name]] = v
+		} else {
+			item[in.ExpressionAttributeNames[name]] = &types.AttributeValueMemberN{Value: "1"}
+		}
+	}
+	m.items[pk] = item
+	return &dynamodb.UpdateItemOutput{}, nil
 }
 
 func (m *memTable) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -274,8 +300,8 @@ func TestLargeResultReplayFailures(t *testing.T) {
 				t.Errorf("class %v, want permanent", c)
 			}
 			var se *ddbstore.Error
-			if !errors.As(err, &se) || se.Op != "reserve" {
-				t.Errorf("error %v is not a reserve *ddbstore.Error", err)
+			if !errors.As(err, &se) || se.Op != "acquire" {
+				t.Errorf("error %v is not an acquire *ddbstore.Error", err)
 			}
 			// Get reports the same failure.
 			if _, err := f.store.Get(context.Background(), "evt:large:2", t0); !errors.Is(err, tc.want) {

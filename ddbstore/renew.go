@@ -41,8 +41,6 @@ const renewCondition = "#st = :in_progress AND #tok = :tok AND #lease > :now_ms 
 // later (extendStepItems) and the renewal is made once more. Otherwise the
 // error wraps idem.ErrLeaseLost. After a failure that may have been
 // applied (a timeout, a 5xx), one consistent GetItem checks the same way.
-// The client must implement UpdateAPI; otherwise the error wraps
-// errors.ErrUnsupported.
 func (s *Store) RenewLease(ctx context.Context, rec core.Record, until, now time.Time) (core.Record, error) {
 	const op = "renew"
 	if err := ctx.Err(); err != nil {
@@ -54,14 +52,9 @@ func (s *Store) RenewLease(ctx context.Context, rec core.Record, until, now time
 	if rec.LeaseToken == "" || !until.After(now) {
 		return core.Record{}, fmt.Errorf("ddbstore: renew needs the holder's lease token and an end after now, got token %q, until %s, now %s", rec.LeaseToken, until, now)
 	}
-	client, ok := s.client.(UpdateAPI)
-	if !ok {
-		return core.Record{}, &Error{Op: op, Table: s.table,
-			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.UpdateAPI): %w", s.client, errors.ErrUnsupported)}
-	}
 	renewed := normalize(core.Renew(normalize(rec), until, now))
 	for try := 0; ; try++ {
-		stored, again, err := s.renewOnce(ctx, client, rec, renewed, now)
+		stored, again, err := s.renewOnce(ctx, rec, renewed, now)
 		if !again || err != nil || try >= 1 {
 			if again && err == nil {
 				err = fmt.Errorf("ddbstore: renew on table %q, key hash %s: %w", s.table, idem.HashKey(rec.Key), idem.ErrLeaseLost)
@@ -73,9 +66,9 @@ func (s *Store) RenewLease(ctx context.Context, rec core.Record, until, now time
 
 // renewOnce makes the renewal of rec to renewed at now. again is true when
 // it was refused for the steps' end of retention, which it extended.
-func (s *Store) renewOnce(ctx context.Context, client UpdateAPI, rec, renewed core.Record, now time.Time) (core.Record, bool, error) {
+func (s *Store) renewOnce(ctx context.Context, rec, renewed core.Record, now time.Time) (core.Record, bool, error) {
 	const op = "renew"
-	out, err := client.UpdateItem(ctx, s.renewInput(renewed, now), s.calls.fns...)
+	out, err := s.client.UpdateItem(ctx, s.renewInput(renewed, now), s.calls.fns...)
 	if err == nil {
 		stored, err := s.renewedRecord(ctx, out.Attributes, rec)
 		return stored, false, err
@@ -103,7 +96,7 @@ func (s *Store) renewOnce(ctx context.Context, client UpdateAPI, rec, renewed co
 	case core.Renewed(existing, rec.LeaseToken, renewed.LeaseUntil):
 		return existing, false, nil
 	case core.Renewable(existing, rec.LeaseToken, now) && s.hasStepRefs(item):
-		return core.Record{}, true, s.extendStepItems(ctx, op, item, renewed.ExpiresAt, now)
+		return core.Record{}, true, s.extendStepItems(ctx, op, item, existing, renewed.ExpiresAt, now)
 	}
 	return core.Record{}, false, s.renewLost(rec, nil)
 }

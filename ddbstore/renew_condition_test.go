@@ -74,7 +74,7 @@ func checkRenew(t *testing.T, s *Store, stored core.Record, token string, until,
 	rec := stored
 	rec.LeaseToken = token
 	got, err := s.RenewLease(context.Background(), rec, until, now)
-	after, found, rerr := s.read(context.Background(), "test", stored.Key)
+	_, after, found, rerr := s.readFor(context.Background(), "test", stored.Key, nil)
 	if rerr != nil || !found {
 		t.Fatalf("read after renewal: %v, found %v", rerr, found)
 	}

@@ -37,7 +37,7 @@ func TestRequestPartsShared(t *testing.T) {
 	failed := core.Fail(core.Acquire(rec, nil, now), errors.New("boom"), true, now, time.Hour)
 	failed.LeaseToken = "tok-old"
 	inProgress := rec
-	inProgress.LeaseToken = "tok-older"
+	inProgress.LeaseToken, inProgress.LeaseUntil = "tok-older", now.Add(-time.Second)
 	inProgress.Steps = []core.Step{{Name: "charge", Result: []byte("ok")}}
 	for _, prev := range []*core.Record{nil, &failed, &inProgress} {
 		if err := s.Reserve(ctx, rec, prev, now); err != nil {

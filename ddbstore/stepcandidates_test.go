@@ -64,11 +64,11 @@ func writeUnits(items ...map[string]types.AttributeValue) float64 {
 	return capacity.WriteUnits(n)
 }
 
-// inline writes st into the record, as the previous RecordStep did.
+// inline writes st into the record, as v0.1.0's RecordStep did.
 func (sim *stepSim) inline(st core.Step) float64 {
 	before := sim.record
 	sim.rec.Steps = append(sim.rec.Steps, st)
-	sim.record = sim.s.encode(sim.rec, nil, "")
+	sim.record = sim.s.encodeV010(sim.rec, nil, "")
 	for k, v := range before {
 		if _, ok := sim.record[k]; !ok {
 			sim.record[k] = v // references made by spill before
@@ -219,7 +219,7 @@ func stepCandidatesTable(rows []stepRow) string {
 // (between the step-candidates markers).
 func TestStepLayoutCandidates(t *testing.T) {
 	t.Parallel()
-	s, err := New(noUpdate{}, "idempotency")
+	s, err := New(benchAPI{}, "idempotency")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,18 +17,6 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// BatchGetAPI is the part of the DynamoDB client that reads step items
-// beyond API: BatchGetItem. A *dynamodb.Client satisfies it. The store asks
-// its client for it with a type assertion when it reads a record's steps
-// (a takeover, a retry, Get); a client without it reads each step item with
-// one consistent GetItem instead, and so does the store from the first
-// BatchGetItem refused with AccessDeniedException on (an IAM policy that
-// grants GetItem and not BatchGetItem: grant it).
-type BatchGetAPI interface {
-	// BatchGetItem reads up to 100 items (always with ConsistentRead).
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-}
-
 // stepRef names a step item: the first bytes of a SHA-256 over the step's
 // name and result. A record's steps list holds it (binary) in the step's
 // place; the step item's key ends with it (hex). Step items are addressed by
@@ -87,6 +75,23 @@ func (s *Store) stepItem(key string, step core.Step, ttl int64) map[string]types
 		item[s.ttlAttr] = num(ttl)
 	}
 	return item
+}
+
+// stepValue is a step as its step item holds it: a map of "n" (S, its
+// name) and "r" (B, its result; absent when empty).
+func stepValue(step core.Step) types.AttributeValue {
+	m := map[string]types.AttributeValue{"n": &types.AttributeValueMemberS{Value: step.Name}}
+	if len(step.Result) > 0 {
+		m["r"] = &types.AttributeValueMemberB{Value: step.Result}
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// stepOfValue reads a step written by stepValue.
+func stepOfValue(v *types.AttributeValueMemberM) (core.Step, error) {
+	r := itemReader{item: v.Value}
+	st := core.Step{Name: r.str("n", true), Result: r.result("r", "")}
+	return st, r.err
 }
 
 // isStepItem reports whether item is one of the store's step items: its
@@ -178,17 +183,22 @@ func (s *Store) sameStep(op string, stored, step core.Step) error {
 		Err: fmt.Errorf("%w: step %q and step %q share a reference", ErrCorruptRecord, step.Name, stored.Name)})
 }
 
-// stepOfItem returns the step a step item holds, checked against ref.
+// stepOfItem returns the step a step item holds, checked against ref: its
+// steps list has one element, the step (stepValue).
 func (s *Store) stepOfItem(item map[string]types.AttributeValue, ref stepRef) (core.Step, error) {
-	r := itemReader{item: item}
-	entries := r.stepEntries(s.names.Steps)
-	if r.err == nil && (len(entries) != 1 || entries[0].isRef || refOf(entries[0].step) != ref) {
-		r.fail("step item %x does not hold its step", ref[:])
+	l, ok := item[s.names.Steps].(*types.AttributeValueMemberL)
+	var m *types.AttributeValueMemberM
+	if ok && len(l.Value) == 1 {
+		m, ok = l.Value[0].(*types.AttributeValueMemberM)
 	}
-	if r.err != nil {
-		return core.Step{}, r.err
+	if !ok || m == nil {
+		return core.Step{}, fmt.Errorf("%w: step item %x does not hold its step", ErrCorruptRecord, ref[:])
 	}
-	return entries[0].step, nil
+	st, err := stepOfValue(m)
+	if err == nil && refOf(st) != ref {
+		err = fmt.Errorf("%w: step item %x does not hold its step", ErrCorruptRecord, ref[:])
+	}
+	return st, err
 }
 
 // maxBatchGet is BatchGetItem's limit on keys per call; maxBatchRounds
@@ -199,8 +209,7 @@ const (
 )
 
 // readStepItems reads key's step items refs with consistent reads, in
-// calls of up to 100 keys (BatchGetItem; one GetItem each without it),
-// and returns their steps, checked. A step item that is missing is
+// calls of up to 100 keys (BatchGetItem), and returns their steps, checked. A step item that is missing is
 // ErrCorruptRecord (a record never references an item it did not write
 // first, and step items outlive their records); keys still unprocessed
 // after maxBatchRounds calls are ErrThrottled, transient.
@@ -244,15 +253,11 @@ func describeKey(s *Store, item map[string]types.AttributeValue) string {
 }
 
 // getItems reads the step items of up to 100 refs: one BatchGetItem, and
-// more for the keys it leaves unprocessed, or one GetItem each.
+// more for the keys it leaves unprocessed.
 func (s *Store) getItems(ctx context.Context, op, key string, refs []stepRef) ([]map[string]types.AttributeValue, error) {
 	keys := make([]map[string]types.AttributeValue, len(refs))
 	for i, ref := range refs {
 		keys[i] = s.stepItemKey(key, ref)
-	}
-	bg, ok := s.client.(BatchGetAPI)
-	if !ok || s.steps.noBatch.Load() {
-		return s.getEach(ctx, op, keys)
 	}
 	var items []map[string]types.AttributeValue
 	for round := 0; len(keys) > 0; round++ {
@@ -260,34 +265,14 @@ func (s *Store) getItems(ctx context.Context, op, key string, refs []stepRef) ([
 			return nil, core.MarkTransient(&Error{Op: op, Table: s.table,
 				Err: fmt.Errorf("%w: %d step items left unprocessed after %d calls", ErrThrottled, len(keys), round)})
 		}
-		out, err := bg.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 			s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
 		}}, s.calls.fns...)
 		if err != nil {
-			t := s.translate(ctx, op, err)
-			if errors.Is(t.err, ErrAccessDenied) && round == 0 {
-				s.steps.noBatch.Store(true)
-				return s.getEach(ctx, op, keys)
-			}
-			return nil, t.err
+			return nil, s.translate(ctx, op, err).err
 		}
 		items = append(items, out.Responses[s.table]...)
 		keys = out.UnprocessedKeys[s.table].Keys
-	}
-	return items, nil
-}
-
-// getEach reads keys with one consistent GetItem each.
-func (s *Store) getEach(ctx context.Context, op string, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
-	var items []map[string]types.AttributeValue
-	for _, k := range keys {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: k, ConsistentRead: aws.Bool(true)}, s.calls.fns...)
-		if err != nil {
-			return nil, s.translate(ctx, op, err).err
-		}
-		if len(out.Item) > 0 {
-			items = append(items, out.Item)
-		}
 	}
 	return items, nil
 }
@@ -298,10 +283,7 @@ func (s *Store) getEach(ctx context.Context, op string, keys []map[string]types.
 // readStepItems. It reads nothing when every reference is known.
 func (s *Store) resolveSteps(ctx context.Context, op string, item map[string]types.AttributeValue, rec *core.Record, known []core.Step) error {
 	r := itemReader{item: item}
-	entries := r.stepEntries(s.names.Steps)
-	if r.err != nil {
-		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: r.err})
-	}
+	entries := r.stepEntries(s.names.Steps) // none where the list does not decode
 	have := make(map[stepRef]core.Step, len(known))
 	for _, st := range known {
 		have[refOf(st)] = st
@@ -320,6 +302,9 @@ func (s *Store) resolveSteps(ctx context.Context, op string, item map[string]typ
 		for ref, st := range read {
 			have[ref] = st
 		}
+	}
+	if r.err != nil {
+		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: r.err})
 	}
 	rec.Steps = nil
 	for _, e := range entries {
@@ -345,49 +330,49 @@ func (s *Store) hasStepRefs(item map[string]types.AttributeValue) bool {
 	return false
 }
 
-// extendStepItems makes the step items of item, a record, end their
-// retention no earlier than expires would need (itemEnd): it reads them,
-// writes them again to end later (putStepItem), and then sets the record's
-// steps_until with one UpdateItem conditioned on the record being still in
-// progress under its token, with the same steps and steps_until. A record
-// that changed meanwhile is left as it is: the caller's next write is
-// refused again, or is not.
-func (s *Store) extendStepItems(ctx context.Context, op string, item map[string]types.AttributeValue, expires, now time.Time) error {
-	rec, err := s.decode(item)
-	var st storedSteps
-	if err == nil {
-		st, err = s.storedStepsOf(item)
-	}
+// extendStepItems makes the step items of stored (its item, item) end
+// their retention no earlier than a record that ends at expires needs
+// (itemEnd): it reads them, writes them again to end later (putStepItem),
+// and then sets the record's steps_until with one UpdateItem conditioned on
+// the record being still the one read (its token and status), with the
+// same steps and steps_until. A record that changed meanwhile is left as it
+// is: the caller's next write is refused again, or is not. Where no step
+// item ends too early it does nothing.
+func (s *Store) extendStepItems(ctx context.Context, op string, item map[string]types.AttributeValue, stored core.Record, expires, now time.Time) error {
+	st, err := s.storedStepsOf(item)
 	if err != nil {
 		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
 	}
-	later := rec
-	later.ExpiresAt = expires
-	ttl, again := st.itemEnd(&later, st.until, now)
+	ttl, again := st.itemEnd(expires, st.until, now)
 	if !again {
 		return nil
 	}
-	if err := s.resolveSteps(ctx, op, item, &rec, nil); err != nil {
+	var refs []stepRef
+	for _, e := range st.entries {
+		if e.isRef {
+			refs = append(refs, e.ref)
+		}
+	}
+	steps, err := s.readStepItems(ctx, op, stored.Key, refs)
+	if err != nil {
 		return err
 	}
-	for i, e := range st.entries {
-		if e.isRef {
-			if err := s.putStepItem(ctx, op, rec.Key, rec.Steps[i], ttl); err != nil {
-				return err
-			}
+	for _, ref := range refs {
+		if err := s.putStepItem(ctx, op, stored.Key, steps[ref], ttl); err != nil {
+			return err
 		}
 	}
 	n := &s.names
 	values := map[string]types.AttributeValue{":old": num(st.until), ":n": num(int64(len(st.entries))),
-		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}, ":tok": &types.AttributeValueMemberS{Value: rec.LeaseToken}}
+		":st": &types.AttributeValueMemberS{Value: string(stored.Status)}, ":tok": &types.AttributeValueMemberS{Value: stored.LeaseToken}}
 	update := "REMOVE #until" // items that never end
 	if ttl > 0 {
 		update, values[":ttl"] = "SET #until = :ttl", num(ttl)
 	}
-	_, err = s.client.(UpdateAPI).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table), Key: s.keyOf(rec.Key),
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: s.keyOf(stored.Key),
 		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String("#st = :in_progress AND #tok = :tok AND size(#steps) = :n AND #until = :old"),
+		ConditionExpression:       aws.String("#st = :st AND #tok = :tok AND size(#steps) = :n AND #until = :old"),
 		ExpressionAttributeNames:  map[string]string{"#until": n.StepsUntil, "#st": n.Status, "#tok": n.LeaseToken, "#steps": n.Steps},
 		ExpressionAttributeValues: values,
 	}, s.calls.fns...)
@@ -396,15 +381,6 @@ func (s *Store) extendStepItems(ctx context.Context, op string, item map[string]
 		return s.translate(ctx, op, err).err
 	}
 	return nil
-}
-
-// stepState is what a store knows for its step items: its records'
-// retention span, and whether BatchGetItem was refused for access (an IAM
-// policy written for an older version: step items are then read with
-// GetItem). Safe for concurrent use; the zero value knows nothing.
-type stepState struct {
-	span    stepSpan
-	noBatch atomic.Bool
 }
 
 // defaultStepSpan is the retention span a store assumes before it has seen

@@ -20,21 +20,20 @@ import (
 // present on in-progress and failed records that have steps;
 // WithAttributeNames renames them.
 const (
-	// AttrSteps (L) is the completed steps in order. Each element is a map
-	// of "n" (S, the step's name) and "r" (B, its result; absent when
-	// empty), a step kept in the record; or binary, the 8-byte reference of
-	// a step kept in a step item of its own (see RecordStep). A step item
-	// has the record's key with "#step#" and the reference in hex after it
-	// (in its partition key, or in its sort key where the table has one),
-	// the step as the only element of its AttrSteps list, and the TTL
-	// attribute.
+	// AttrSteps (L) is the completed steps in order: each element is the
+	// 8-byte reference (B) of a step kept in a step item of its own (see
+	// RecordStep). A step item has the record's key with "#step#" and the
+	// reference in hex after it (in its partition key, or in its sort key
+	// where the table has one), the step as the only element of its
+	// AttrSteps list (a map of "n", S, the step's name, and "r", B, its
+	// result, absent when empty), and the TTL attribute. (A record written
+	// by v0.1.0 keeps such maps in its own list: stepOfV010.)
 	AttrSteps = "steps"
 	// AttrStepNames (SS) is the steps' names, for the condition that
 	// records a name once.
 	AttrStepNames = "step_names"
 	// AttrStepsSize (N) is the steps' size as the store budgets it (see
-	// stepCost, refCost), for the condition that keeps the item within its
-	// limit.
+	// refCost), for the condition that keeps the item within its limit.
 	AttrStepsSize = "steps_size"
 	// AttrStepsUntil (N), on records that reference step items, is the
 	// earliest end of retention (epoch seconds) of those items: no write
@@ -89,28 +88,22 @@ const untilCondition = " AND #exp <= :ttl AND (attribute_not_exists(#until) OR #
 // complete it, is refused with a permanent error wrapping ErrItemTooLarge,
 // and nothing is written. A key whose step items' keys would pass
 // DynamoDB's key limits (22 bytes more than the record's) is refused with
-// ErrKeyTooLarge. A client without UpdateItem (see UpdateAPI) gets an
-// error wrapping idem.ErrStepsUnsupported.
+// ErrKeyTooLarge.
 func (s *Store) RecordStep(ctx context.Context, key, leaseToken string, step core.Step, now time.Time) error {
 	const op = "step"
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c, ok := s.client.(UpdateAPI)
-	if !ok {
-		return core.MarkPermanent(&Error{Op: op, Table: s.table,
-			Err: fmt.Errorf("client %T has no UpdateItem (ddbstore.UpdateAPI): %w", s.client, idem.ErrStepsUnsupported)})
-	}
 	room, err := s.checkStep(op, key, leaseToken, step)
 	if err != nil {
 		return err
 	}
-	ttl := s.steps.span.ttl(now)
+	ttl := s.span.ttl(now)
 	for try := 0; ; try++ {
 		if err := s.putStepItem(ctx, op, key, step, ttl); err != nil {
 			return err
 		}
-		_, err := c.UpdateItem(ctx, s.stepInput(key, leaseToken, step, now, room, ttl), s.calls.fns...)
+		_, err := s.client.UpdateItem(ctx, s.stepInput(key, leaseToken, step, now, room, ttl), s.calls.fns...)
 		var ccf *types.ConditionalCheckFailedException
 		if err == nil || !errors.As(err, &ccf) {
 			if err != nil {
@@ -200,16 +193,6 @@ func (s *Store) blockingItem(ctx context.Context, op string, ccf *types.Conditio
 	return s.getItem(ctx, op, key)
 }
 
-// getItem reads the item of key with one consistent GetItem (nil if there
-// is none).
-func (s *Store) getItem(ctx context.Context, op, key string) (map[string]types.AttributeValue, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.keyOf(key), ConsistentRead: aws.Bool(true)}, s.calls.fns...)
-	if err != nil {
-		return nil, s.translate(ctx, op, err).err
-	}
-	return out.Item, nil
-}
-
 // refusedStep answers a refused step write from the stored item (nil: no
 // record), by core.AddStep. Where core would append, again is true if the
 // step item must end its retention later (at ttl, none when 0) for the
@@ -233,7 +216,7 @@ func (s *Store) refusedStep(key, token string, step core.Step, now time.Time, tt
 	case core.StepConflict:
 		return 0, false, fmt.Errorf("ddbstore: step on table %q, key hash %s, step %q: %w", s.table, idem.HashKey(key), step.Name, idem.ErrStepConflict)
 	case core.StepAppend:
-		if later, again := st.itemEnd(cur, ttl, now); again {
+		if later, again := st.itemEnd(cur.ExpiresAt, ttl, now); again {
 			return later, true, nil
 		}
 		return 0, false, s.fail("step", ErrItemTooLarge, "step %q of %d bytes: the record's steps reached the item size limit %d", step.Name, len(step.Result), s.maxItem)
@@ -242,10 +225,12 @@ func (s *Store) refusedStep(key, token string, step core.Step, now time.Time, tt
 }
 
 // storedSteps is what the store's conditions read of a record's steps: its
-// steps list, the set of names and the earliest end of its step items.
+// steps list, the set of names, their budgeted size and the earliest end
+// of its step items.
 type storedSteps struct {
 	entries []stepEntry
 	names   map[string]bool
+	size    int64 // the steps' budgeted size (steps_size)
 	until   int64 // 0: no step item with an end
 }
 
@@ -258,6 +243,7 @@ func (s *Store) storedStepsOf(item map[string]types.AttributeValue) (storedSteps
 			st.names[name] = true
 		}
 	}
+	st.size, _ = r.num(s.names.StepsSize)
 	st.until, _ = r.num(s.names.StepsUntil)
 	return st, r.err
 }
@@ -294,68 +280,22 @@ func (st storedSteps) holds(step core.Step, ref stepRef) bool {
 }
 
 // itemEnd reports whether a step item that ends at ttl (none: 0) ends too
-// early for rec, and if so the end it needs: none for a record that never
-// ends; else the later of the earliest end of the record's step items and
-// twice the record's remaining retention from now.
-func (st storedSteps) itemEnd(rec *core.Record, ttl int64, now time.Time) (int64, bool) {
+// early for a record that ends its retention at expires (zero: never),
+// and if so the end it needs: none for a record that never ends; else the
+// later of the earliest end of the record's step items and twice the
+// record's remaining retention from now.
+func (st storedSteps) itemEnd(expires time.Time, ttl int64, now time.Time) (int64, bool) {
 	if ttl == 0 {
 		return 0, false
 	}
-	if rec.ExpiresAt.IsZero() {
+	if expires.IsZero() {
 		return 0, true
 	}
-	exp := rec.ExpiresAt.Unix()
+	exp := expires.Unix()
 	if exp <= ttl && st.until <= ttl {
 		return 0, false
 	}
 	return max(exp, st.until, 2*exp-now.Unix()), true
-}
-
-// prevSteps returns the clause of a takeover's condition that requires the
-// stored record to have prev's number of steps (core.Replaceable): no
-// step_names without steps, else as many names. It adds the clause's names
-// and values.
-func (s *Store) prevSteps(prev *core.Record, names map[string]string, values map[string]types.AttributeValue) string {
-	names["#names"] = s.names.StepNames
-	if len(prev.Steps) == 0 {
-		return "attribute_not_exists(#names)"
-	}
-	values[":prev_steps"] = num(int64(len(prev.Steps)))
-	return "size(#names) = :prev_steps"
-}
-
-// prevBranch returns the branch of a reservation's condition that replaces
-// prev (core.Replaceable): the stored record is still prev (token, status,
-// number of steps) and is in progress with an ended lease, or a retryable
-// failure; "" where prev allows no replacement (nil, no token, another
-// status). Only the branch for prev's own status is sent. It adds its
-// names and values; the caller defines #st, #lease and :now_ms.
-func (s *Store) prevBranch(prev *core.Record, names map[string]string, values map[string]types.AttributeValue) string {
-	if prev == nil || prev.LeaseToken == "" {
-		return ""
-	}
-	var branch string
-	switch prev.Status {
-	case core.StatusInProgress:
-		branch = "(#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND " + s.prevSteps(prev, names, values) + ")"
-	case core.StatusFailed:
-		branch = "(#tok = :prev_tok AND #st = :prev_st AND #retry = :true AND " + s.prevSteps(prev, names, values) + ")"
-		names["#retry"] = s.names.Retryable
-		values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
-	default:
-		return ""
-	}
-	names["#tok"] = s.names.LeaseToken
-	values[":prev_tok"] = &types.AttributeValueMemberS{Value: prev.LeaseToken}
-	values[":prev_st"] = &types.AttributeValueMemberS{Value: string(prev.Status)}
-	return branch
-}
-
-// stepCost is what a step kept in the record adds to it, as ItemSize
-// counts it, or more: its list element (a map of two attributes), its name
-// in the set of names, and the growth of the size counter.
-func stepCost(step core.Step) int {
-	return 2*len(step.Name) + len(step.Result) + 16
 }
 
 // refCost is what a step kept in its own item adds to the record, as
@@ -366,8 +306,8 @@ func refCost(step core.Step) int {
 	return len(step.Name) + stepRefSize + 8
 }
 
-// stepRoom is the budget of an item's steps (the sum of their stepCost and
-// refCost): the item size limit less the headroom, the largest in-progress
+// stepRoom is the budget of an item's steps (the sum of their refCost, and
+// of stepCostV010 for steps a v0.1.0 record keeps): the item size limit less the headroom, the largest in-progress
 // item of the key and token without steps, and the step attributes' own
 // overhead.
 func (s *Store) stepRoom(key, token string) int {
@@ -382,89 +322,3 @@ func (s *Store) stepRoom(key, token string) int {
 
 // fmt64 stands for a fingerprint (hex SHA-256: 64 characters) in stepRoom.
 const fmt64 = "0000000000000000000000000000000000000000000000000000000000000000"
-
-func stepValue(step core.Step) types.AttributeValue {
-	m := map[string]types.AttributeValue{"n": &types.AttributeValueMemberS{Value: step.Name}}
-	if len(step.Result) > 0 {
-		m["r"] = &types.AttributeValueMemberB{Value: step.Result}
-	}
-	return &types.AttributeValueMemberM{Value: m}
-}
-
-// encodeSteps adds the attributes of steps to item (none when there are no
-// steps), every step kept in the record: the encoding of a record written
-// whole (PutItem), which references no step item.
-func (s *Store) encodeSteps(item map[string]types.AttributeValue, steps []core.Step) {
-	if len(steps) == 0 {
-		return
-	}
-	list := make([]types.AttributeValue, len(steps))
-	names := make([]string, len(steps))
-	size := 0
-	for i, st := range steps {
-		list[i], names[i] = stepValue(st), st.Name
-		size += stepCost(st)
-	}
-	item[s.names.Steps] = &types.AttributeValueMemberL{Value: list}
-	item[s.names.StepNames] = &types.AttributeValueMemberSS{Value: names}
-	item[s.names.StepsSize] = num(int64(size))
-}
-
-// stepEntry is an element of a steps list: a step kept in the record, or
-// the reference of a step item.
-type stepEntry struct {
-	step  core.Step
-	ref   stepRef
-	isRef bool
-}
-
-// stepEntries reads the steps list (nil if there is none).
-func (r *itemReader) stepEntries(name string) []stepEntry {
-	av, ok := r.item[name]
-	if !ok {
-		return nil
-	}
-	l, ok := av.(*types.AttributeValueMemberL)
-	if !ok {
-		r.fail("attribute %s is %T, want L", name, av)
-		return nil
-	}
-	entries := make([]stepEntry, 0, len(l.Value))
-	for i, e := range l.Value {
-		switch v := e.(type) {
-		case *types.AttributeValueMemberB:
-			if len(v.Value) != stepRefSize {
-				r.fail("attribute %s[%d] is a reference of %d bytes, want %d", name, i, len(v.Value), stepRefSize)
-				return nil
-			}
-			var ref stepRef
-			copy(ref[:], v.Value)
-			entries = append(entries, stepEntry{ref: ref, isRef: true})
-		case *types.AttributeValueMemberM:
-			sr := itemReader{item: v.Value}
-			st := core.Step{Name: sr.str("n", true), Result: sr.result("r", "")}
-			if sr.err != nil {
-				r.fail("attribute %s[%d]: %v", name, i, sr.err)
-				return nil
-			}
-			entries = append(entries, stepEntry{step: st})
-		default:
-			r.fail("attribute %s[%d] is %T, want M or B", name, i, e)
-			return nil
-		}
-	}
-	return entries
-}
-
-// steps reads the steps list: the steps in order, or nil if there are none
-// or some are kept in step items (resolveSteps reads those).
-func (r *itemReader) steps(name string) []core.Step {
-	var steps []core.Step
-	for _, e := range r.stepEntries(name) {
-		if e.isRef {
-			return nil
-		}
-		steps = append(steps, e.step)
-	}
-	return steps
-}

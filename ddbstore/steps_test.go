@@ -103,7 +103,7 @@ func checkStep(t *testing.T, s *Store, stored core.Record, token string, step co
 	}
 	const ttl = 1 << 40 // the step item outlives every record here
 	want, w := core.AddStep(cur, token, step, now)
-	_, err := s.client.(UpdateAPI).UpdateItem(context.Background(), s.stepInput(stored.Key, token, step, now, 1<<20, ttl))
+	_, err := s.client.UpdateItem(context.Background(), s.stepInput(stored.Key, token, step, now, 1<<20, ttl))
 	var ccf *types.ConditionalCheckFailedException
 	applied := err == nil
 	if applied != (w == core.StepAppend) || (err != nil && !errors.As(err, &ccf)) {
@@ -196,20 +196,6 @@ func TestStepsWithinTheItemLimit(t *testing.T) {
 	retry := core.Reserve(rec.Key, rec.Fingerprint, "tok-b", &failed, now, now.Add(time.Minute), time.Hour)
 	if err := s.Reserve(ctx, retry, &failed, now); err != nil || len(retry.Steps) != len(rec.Steps) {
 		t.Fatalf("re-reservation with %d steps = %v", len(retry.Steps), err)
-	}
-}
-
-// noUpdate is a client without UpdateItem.
-type noUpdate struct{ API }
-
-func TestStepNeedsUpdateItem(t *testing.T) {
-	s, err := New(noUpdate{}, "idempotency")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.RecordStep(context.Background(), "evt:1:charge", "tok", core.Step{Name: "charge"}, time.Now())
-	if !errors.Is(err, idem.ErrStepsUnsupported) {
-		t.Fatalf("RecordStep with a client without UpdateItem = %v, want ErrStepsUnsupported", err)
 	}
 }
 

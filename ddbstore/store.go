@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync/atomic"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,19 +16,6 @@ import (
 	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/fit"
 )
-
-// API is the part of the DynamoDB client that the store calls. A
-// *dynamodb.Client satisfies it; tests may pass a fake. Endpoints,
-// credentials and retries come from the client's configuration; the store
-// passes per call only options that make a call cheaper in CPU without
-// changing what is sent or how answers are classified (see
-// FastClientOptions).
-type API interface {
-	// PutItem writes an item (conditionally, for every write the store makes).
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	// GetItem reads an item (always with ConsistentRead).
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
 
 // Defaults of the store's options.
 const (
@@ -142,22 +128,20 @@ func buildOptions(opts []Option) (options, error) {
 
 // Store is an idem.Store (and an idem.Acquirer) on a DynamoDB table. It is
 // safe for concurrent use by multiple goroutines, and by any number of
-// processes sharing the table: every write is one conditional PutItem or
-// UpdateItem, which DynamoDB applies atomically. Create one with New; the
-// zero value is not usable, and a Store must not be copied.
+// processes sharing the table: every write is one conditional request,
+// which DynamoDB applies atomically. Create one with New; the zero value is
+// not usable, and a Store must not be copied.
 type Store struct {
 	client API
 	table  string
 	calls  *callOptions // per-call SDK options (client.go)
 	parts  requestParts // the requests' constant parts (requests.go)
 	options
-	// noUpdate is set once UpdateItem was refused for access (a policy
-	// that grants PutItem and GetItem only): Acquire then uses PutItem.
-	noUpdate atomic.Bool
 	// schema is what the store knows of its table's key schema.
 	schema schemaCheck
-	// steps is what the store knows for its step items (stepitems.go).
-	steps stepState
+	// span is what the store knows of its records' retention, for the
+	// end of its step items (stepitems.go).
+	span stepSpan
 }
 
 var _ idem.Store = (*Store)(nil)
@@ -191,39 +175,37 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 	return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
 }
 
-// Reserve implements idem.Store.Reserve with one conditional PutItem that
-// asks for the blocking item on failure (ReturnValuesOnConditionCheckFailure
-// ALL_OLD). The condition, with times at the table's resolution (see the
-// package documentation):
+// Reserve implements idem.Store.Reserve (core.Reservable) with one write
+// that asks for the blocking item on failure
+// (ReturnValuesOnConditionCheckFailure ALL_OLD; where the server does not
+// return it, dynalite, one consistent GetItem reads it). With times at the
+// table's resolution (see the package documentation):
 //
-//	attribute_not_exists(key)
-//	OR (expires_at <= now_s AND (status <> in_progress OR lease_until_ms <= now_ms))
-//	OR (prev != nil AND lease_token = prev.token AND status = prev.status AND
-//	    size(step_names) = len(prev.Steps) AND
-//	    ((status = in_progress AND lease_until_ms <= now_ms) OR
-//	     (status = failed AND retryable = true)))
+//   - a reservation that carries no step is one PutItem of the whole item,
+//     conditioned without prev on there being no live record,
+//     `attribute_not_exists(key) OR (expires_at <= now_s AND (status <>
+//     in_progress OR lease_until_ms <= now_ms))`, and with prev on prev
+//     alone (prevBranch: `lease_token = prev.token AND status = prev.status
+//     AND lease_until_ms <= now_ms` (or `retryable = true`) `AND
+//     size(step_names) = len(prev.Steps)`, within retention);
+//   - a reservation that carries prev's steps (a takeover or a retry of the
+//     same payload) is one UpdateItem over prev alone that sets every
+//     attribute but the steps', which stay in their step items, and keeps
+//     the record's end of retention at or before theirs (untilClause).
+//     Refused by prev whose step items end too early, it writes them again
+//     to end later (extendStepItems) and is made once more.
 //
-// If the condition fails, the blocking record comes from the error; where
-// the server does not return it (dynalite), one consistent GetItem reads it.
-// If that finds no live record (it expired or was deleted in between), the
-// put is tried once more. A blocking record that holds rec's own token is
-// this reservation, applied by an earlier try whose answer was lost (an SDK
-// retry): Reserve returns nil. A blocking record that a duplicate replays
-// (succeeded, with rec's fingerprint) and whose result is kept in the blob
-// store (WithLargeResults) comes with its result, read with one Get and
-// checked; no other blocking record's is read. After a failure that may
-// have been applied (a timeout, a reset, a 5xx), one consistent GetItem
-// checks for rec's own token in the same way before the error is returned.
-// A blocking record that rec may resume (core.Resumable) comes with its
-// steps, read from their step items; any other comes without them (Steps
-// nil), which no decision needs.
-//
-// A reservation that carries prev's steps (a takeover or a retry) is, with
-// a client that has UpdateItem, one UpdateItem of the prev branch instead,
-// which sets every attribute but the steps' (reserveKeepingSteps): the steps
-// stay where they are, in their step items. Where it is refused by a record
-// that the PutItem may still replace, the PutItem follows, every step
-// written in the record.
+// A blocking record that is rec itself (an earlier try's whose answer was
+// lost) answers nil; a live one, a *idem.ConflictError: with its result
+// where a duplicate replays it and the result is kept in the blob store
+// (WithLargeResults; one Get, checked), with its steps where rec may
+// resume it (core.Resumable), and without them otherwise. No live record
+// answers, with prev, an error wrapping idem.ErrRecordChanged (prev went),
+// and without prev (it expired or was deleted in between) the write once
+// more. A prev that allows no replacement (core.Replaceable: another
+// status) is answered from one consistent GetItem. After a failure that
+// may have been applied (a timeout, a reset, a 5xx), one consistent GetItem
+// checks for rec's own write before the error is returned.
 //
 // A key whose item key does not fit DynamoDB's limits (the prefix and the
 // key over 2048 bytes, a sort key value empty or over 1024) or a record
@@ -234,68 +216,126 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if done, err := s.prepareReservation(ctx, op, &rec, prev, now); done {
+	item, err := s.checkReservation(op, &rec)
+	if err != nil {
 		return err
 	}
-	in := s.reserveInput(s.encode(rec, nil, ""), prev, now)
+	write, err := s.reservation(item, rec, prev, now)
+	if err != nil {
+		return err
+	}
+	if write == nil {
+		return s.unreservable(ctx, rec, now)
+	}
 	for try := 0; ; try++ {
-		_, err := s.client.PutItem(ctx, in, s.calls.fns...)
-		if err == nil {
-			return nil
-		}
+		err := write(ctx)
 		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			t := s.translate(ctx, op, err)
-			if t.maybeApplied && s.ownReservation(ctx, rec) {
-				return nil
-			}
-			return t.err
+		if err == nil || !errors.As(err, &ccf) {
+			return s.reserveFailed(ctx, rec, err)
 		}
-		existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, replayOf(rec, now))
-		if err != nil {
+		blocking, existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, replayOf(rec, now))
+		live := found && !existing.Expired(now)
+		switch {
+		case err != nil:
 			return err
-		}
-		if found && core.SameWrite(existing, rec) {
+		case found && core.SameWrite(existing, rec):
 			return nil
-		}
-		if found && !existing.Expired(now) {
+		case live && !core.Replaceable(existing, prev, now):
 			return &idem.ConflictError{Existing: existing}
-		}
-		if try >= 1 {
+		case !live && prev != nil:
+			return s.prevGone(rec)
+		case try >= 1:
 			return core.MarkTransient(&Error{Op: op, Table: s.table,
 				Err: fmt.Errorf("%w: the blocking record changed twice during the reservation", ErrUnavailable)})
+		case live && len(rec.Steps) > 0:
+			if err := s.extendStepItems(ctx, op, blocking, existing, rec.ExpiresAt, now); err != nil {
+				return err
+			}
 		}
 	}
 }
 
-func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Record, now time.Time) *dynamodb.PutItemInput {
-	// The first two branches are core.Record.Expired: past retention and
-	// not an in-progress record with a live lease.
-	names := map[string]string{"#k": s.keyAttr, "#exp": s.ttlAttr, "#st": s.names.Status, "#lease": s.names.LeaseUntil}
-	values := map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()),
-		":in_progress": &types.AttributeValueMemberS{Value: string(core.StatusInProgress)}}
-	cond := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms))"
-	// Only the branch for prev's own status is sent (prevBranch). (One
-	// branch instead of a disjunction over both also costs dynalite a third
-	// of the CPU.)
-	if branch := s.prevBranch(prev, names, values); branch != "" {
-		cond += " OR " + branch
+// reservation returns Reserve's write of rec, whose item without steps is
+// item, over prev at now: the PutItem, or the UpdateItem that keeps prev's
+// steps where rec carries them; nil where prev allows no replacement.
+func (s *Store) reservation(item map[string]types.AttributeValue, rec core.Record, prev *core.Record, now time.Time) (func(context.Context) error, error) {
+	if len(rec.Steps) == 0 {
+		if prev != nil && !core.Replaceable(*prev, prev, now) {
+			return nil, nil
+		}
+		in := s.reserveInput(item, prev, now)
+		return func(ctx context.Context) error { _, err := s.client.PutItem(ctx, in, s.calls.fns...); return err }, nil
 	}
-	return &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	if prev == nil || !sameStepList(rec.Steps, prev.Steps) {
+		return nil, errors.New("ddbstore: reserve: a reservation carries steps only as core.Reserve carries them: prev's")
 	}
+	names, values := map[string]string{}, map[string]types.AttributeValue{}
+	branch := s.prevBranch(prev, now, names, values)
+	if branch == "" {
+		return nil, nil
+	}
+	in := s.replaceInput(item, branch+" AND "+s.untilClause(rec.ExpiresAt, names, values), names, values)
+	return func(ctx context.Context) error {
+		_, err := s.client.UpdateItem(ctx, in, s.calls.fns...)
+		if err == nil {
+			s.span.learn(rec.ExpiresAt, now)
+		}
+		return err
+	}, nil
 }
 
-// ownReservation reads the key after a reservation whose outcome is unknown
-// and reports whether it was applied (ownWrite).
-func (s *Store) ownReservation(ctx context.Context, rec core.Record) bool {
-	_, own := s.ownWrite(ctx, "reserve", rec.Key, sameWrite(rec), nil)
-	return own
+// sameStepList reports whether a and b are the same steps in the same order.
+func sameStepList(a, b []core.Step) bool {
+	return slices.EqualFunc(a, b, func(x, y core.Step) bool { return x.Name == y.Name && string(x.Result) == string(y.Result) })
+}
+
+// reserveFailed is the answer to a reservation of rec that succeeded (err
+// nil) or failed otherwise than by its condition: where it may have been
+// applied, the stored record is read first, and if it is rec (an earlier
+// try's write, or this one's), the reservation is made.
+func (s *Store) reserveFailed(ctx context.Context, rec core.Record, err error) error {
+	if err == nil {
+		return nil
+	}
+	t := s.translate(ctx, "reserve", err)
+	if t.maybeApplied {
+		if _, own := s.ownWrite(ctx, "reserve", rec.Key, sameWrite(rec), nil); own {
+			return nil
+		}
+	}
+	return t.err
+}
+
+// prevGone is the error of a reservation of rec decided on a record that
+// is no longer stored (core.Reservable).
+func (s *Store) prevGone(rec core.Record) error {
+	return fmt.Errorf("ddbstore: reserve on table %q, key hash %s: %w: the record the reservation replaces is gone",
+		s.table, idem.HashKey(rec.Key), idem.ErrRecordChanged)
+}
+
+// unreservable answers a reservation of rec over a prev that allows no
+// replacement (core.Replaceable: another status), which no write could
+// make: from one consistent GetItem, the live record as a conflict, or
+// none as prev gone.
+func (s *Store) unreservable(ctx context.Context, rec core.Record, now time.Time) error {
+	_, existing, found, err := s.readFor(ctx, "reserve", rec.Key, replayOf(rec, now))
+	switch {
+	case err != nil:
+		return err
+	case found && !existing.Expired(now):
+		return &idem.ConflictError{Existing: existing}
+	}
+	return s.prevGone(rec)
+}
+
+// reserveInput is Reserve's PutItem of item: without prev, over no live
+// record (freshInput); with prev, over prev alone (prevBranch).
+func (s *Store) reserveInput(item map[string]types.AttributeValue, prev *core.Record, now time.Time) *dynamodb.PutItemInput {
+	if prev == nil {
+		return s.freshInput(item, now)
+	}
+	names, values := map[string]string{}, map[string]types.AttributeValue{}
+	return s.putInput(item, s.prevBranch(prev, now, names, values), names, values)
 }
 
 // ownWrite reads key after a write whose outcome is unknown (its answer
@@ -310,7 +350,7 @@ func (s *Store) ownWrite(ctx context.Context, op, key string, same, load loadFun
 	if ctx.Err() != nil {
 		return core.Record{}, false
 	}
-	stored, found, err := s.readFor(ctx, op, key, load)
+	_, stored, found, err := s.readFor(ctx, op, key, load)
 	return stored, err == nil && found && same(stored)
 }
 
@@ -320,181 +360,43 @@ func sameWrite(rec core.Record) loadFunc {
 	return func(stored core.Record) bool { return core.SameWrite(stored, rec) }
 }
 
-// blocking returns the record that made a conditional put fail: the item the
-// error carries (ALL_OLD), or else one consistent read. found is false if the
-// read finds no item.
-func (s *Store) blocking(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string) (core.Record, bool, error) {
-	return s.blockingFor(ctx, op, ccf, key, nil)
-}
-
-// blockingFor is blocking, reading the large result of a record that load
-// selects (see decodeFor).
-func (s *Store) blockingFor(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string, load loadFunc) (core.Record, bool, error) {
-	if len(ccf.Item) > 0 {
-		rec, err := s.decodeFor(ctx, op, ccf.Item, load)
-		if err != nil {
-			return core.Record{}, false, err
-		}
-		return rec, true, nil
+// blockingFor returns the item that made a conditional write fail and its
+// record, decoded with load (see decodeFor): the item the error carries
+// (ALL_OLD), or else one consistent read's. found is false if there is no
+// item.
+func (s *Store) blockingFor(ctx context.Context, op string, ccf *types.ConditionalCheckFailedException, key string, load loadFunc) (map[string]types.AttributeValue, core.Record, bool, error) {
+	if len(ccf.Item) == 0 {
+		return s.readFor(ctx, op, key, load)
 	}
-	return s.readFor(ctx, op, key, load)
-}
-
-// read is one consistent GetItem of key.
-func (s *Store) read(ctx context.Context, op, key string) (core.Record, bool, error) {
-	return s.readFor(ctx, op, key, nil)
-}
-
-// readFor is read, reading the large result of a record that load selects
-// (see decodeFor).
-func (s *Store) readFor(ctx context.Context, op, key string, load loadFunc) (core.Record, bool, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            s.keyOf(key),
-		ConsistentRead: aws.Bool(true),
-	}, s.calls.fns...)
+	rec, err := s.decodeFor(ctx, op, ccf.Item, load)
 	if err != nil {
-		return core.Record{}, false, s.translate(ctx, op, err).err
+		return nil, core.Record{}, false, err
 	}
-	if len(out.Item) == 0 {
-		return core.Record{}, false, nil
+	return ccf.Item, rec, true, nil
+}
+
+// readFor is one consistent GetItem of key: the item and its record,
+// decoded with load (see decodeFor); found is false if there is none.
+func (s *Store) readFor(ctx context.Context, op, key string, load loadFunc) (map[string]types.AttributeValue, core.Record, bool, error) {
+	item, err := s.getItem(ctx, op, key)
+	if err != nil || len(item) == 0 {
+		return nil, core.Record{}, false, err
 	}
-	rec, err := s.decodeFor(ctx, op, out.Item, load)
+	rec, err := s.decodeFor(ctx, op, item, load)
 	if err != nil {
-		return core.Record{}, false, err
+		return nil, core.Record{}, false, err
 	}
-	return rec, true, nil
+	return item, rec, true, nil
 }
 
-// completeCondition requires the caller's lease on a record that is not
-// Expired (core.Record.Expired) at the completion's time.
-const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s OR #lease > :now_ms)"
-
-// Complete implements idem.Store.Complete with one PutItem conditioned on
-// the caller's lease (completeCondition), which replaces the whole item.
-//
-// A result of more than the compression threshold is stored gzip-compressed
-// when that makes it smaller. If the item would still exceed the item size
-// limit, a succeeded record is stored without its result and the returned
-// record has ResultOmitted set, unless WithLargeResults keeps the result in
-// a blob store (written before the record; a failure to write it fails the
-// completion with ErrLargeResult, wrapped in idem.ErrCommitRefused, and
-// writes no record); a failed record's error message is shortened.
-// Completion never fails for size.
-//
-// A retryable failure with steps is, with a client that has UpdateItem,
-// one UpdateItem conditioned on the caller's lease and on the record
-// holding rec's number of steps, which sets every attribute but the steps'
-// (completeKeepingSteps): the steps stay in their step items. Where the
-// record lacks a step rec has (a step write that may have been applied and
-// was not) or its step items would end before the failure's retention, the
-// PutItem follows, every step written in the record.
-//
-// If the condition fails and the stored record (from the error, or one
-// consistent GetItem where the server does not return it) is this very
-// completion, applied by an earlier try whose answer was lost, Complete
-// returns it as success. Otherwise the error wraps idem.ErrLeaseLost.
-// Transport failures, throttling and 5xx are transient: retrying a
-// completion is safe because of that check. After a failure that may have
-// been applied (a timeout, a reset, a 5xx, a reply cut short at any
-// status), one consistent GetItem checks for this very completion in the
-// same way before the error is returned.
-func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, error) {
-	const op = "complete"
-	if err := ctx.Err(); err != nil {
-		return core.Record{}, err
-	}
-	if rec.Status != core.StatusSucceeded && rec.Status != core.StatusFailed {
-		return core.Record{}, fmt.Errorf("ddbstore: complete needs a succeeded or failed record, got %q", rec.Status)
-	}
-	if err := s.checkKey(op, rec.Key); err != nil {
-		return core.Record{}, err
-	}
-	rec = normalize(rec)
-	rec.Error = strings.ToValidUTF8(rec.Error, "\uFFFD")
-	if stored, done, err := s.completeKeepingSteps(ctx, op, rec); done {
-		return stored, err
-	}
-	item, stored, err := s.fitComplete(ctx, op, rec)
+// getItem reads the item of key with one consistent GetItem (nil if there
+// is none).
+func (s *Store) getItem(ctx context.Context, op, key string) (map[string]types.AttributeValue, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.keyOf(key), ConsistentRead: aws.Bool(true)}, s.calls.fns...)
 	if err != nil {
-		return core.Record{}, refusedCommit(rec, err) // no record written
+		return nil, s.translate(ctx, op, err).err
 	}
-	put := s.completePut(item, rec)
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
-		ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: put.ReturnValuesOnConditionCheckFailure,
-	}, s.calls.fns...)
-	if err == nil {
-		return stored, nil
-	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return s.unconfirmed(ctx, op, rec, stored, err)
-	}
-	existing, found, rerr := s.blockingFor(ctx, op, ccf, rec.Key, sameFailure(rec))
-	if rerr != nil {
-		// The lease was lost or the outcome is ours; we cannot tell which.
-		return core.Record{}, rerr
-	}
-	if found && core.SameWrite(existing, rec) {
-		return ownLarge(existing, stored), nil
-	}
-	return core.Record{}, s.leaseLost(rec, existing, found)
-}
-
-// unconfirmed is the answer to a completion of rec (meant to be stored as
-// stored) that failed with err, not by its condition: if err leaves it
-// unknown whether the write was applied, the stored record is read first
-// (ownWrite), and if it is the completion, it is returned as success.
-func (s *Store) unconfirmed(ctx context.Context, op string, rec, stored core.Record, err error) (core.Record, error) {
-	t := s.translate(ctx, op, err)
-	if t.maybeApplied {
-		if existing, own := s.ownWrite(ctx, op, rec.Key, sameWrite(rec), sameFailure(rec)); own {
-			return ownLarge(existing, stored), nil
-		}
-	}
-	return core.Record{}, t.err
-}
-
-// refusedCommit marks err, the failure of the completion of rec that
-// certainly wrote nothing because of what it commits (a result that cannot
-// be kept, staged writes refused as a whole), as the commit refused
-// (idem.ErrCommitRefused) if rec is a success; a failure's is left as it
-// is.
-func refusedCommit(rec core.Record, err error) error {
-	if rec.Status != core.StatusSucceeded {
-		return err
-	}
-	return fmt.Errorf("%w: %w", idem.ErrCommitRefused, err)
-}
-
-// leaseLost is the error of a completion of rec refused by its condition,
-// describing the stored record (existing, if found).
-func (s *Store) leaseLost(rec, existing core.Record, found bool) error {
-	what := "no record"
-	if found {
-		what = fmt.Sprintf("a %s record (attempt %d) with another lease", existing.Status, existing.Attempts)
-		if existing.LeaseToken == rec.LeaseToken {
-			what = fmt.Sprintf("a %s record (attempt %d) with this lease", existing.Status, existing.Attempts)
-		}
-	}
-	return fmt.Errorf("ddbstore: complete on table %q, key hash %s: %w: table holds %s",
-		s.table, idem.HashKey(rec.Key), idem.ErrLeaseLost, what)
-}
-
-// fitItem encodes a completed record within the item size limit, compressing
-// the result or, failing that, dropping it (succeeded) or shortening the
-// error message (failed). It returns the item and the record as stored.
-func (s *Store) fitItem(op string, rec core.Record) (map[string]types.AttributeValue, core.Record, error) {
-	item, stored, size, ok := fit.Record(rec, s.compressAbove, s.maxItem, func(rec core.Record, body []byte, encoding string) (map[string]types.AttributeValue, int) {
-		item := s.encode(rec, body, encoding)
-		return item, ItemSize(item)
-	})
-	if !ok {
-		return nil, core.Record{}, s.fail(op, ErrItemTooLarge, "record without result is %d bytes, at most %d", size, s.maxItem)
-	}
-	return item, stored, nil
+	return out.Item, nil
 }
 
 // Get implements idem.Store.Get with one consistent GetItem. A record whose
@@ -512,7 +414,7 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record
 	if err := s.checkKey(op, key); err != nil {
 		return core.Record{}, err
 	}
-	rec, found, err := s.readFor(ctx, op, key, liveAt(now))
+	_, rec, found, err := s.readFor(ctx, op, key, liveAt(now))
 	if err != nil {
 		return core.Record{}, err
 	}

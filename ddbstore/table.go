@@ -3,7 +3,6 @@ package ddbstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -156,15 +155,10 @@ func unknownOperation(err error) bool {
 // DescribeTable (see SchemaError). Call it once where a misconfigured table
 // should stop the program before any work: a Lambda function's
 // initialisation, whose failure Lambda reports (Runtime.InitError) before
-// any event is taken. It needs the client to have DescribeTable (a
-// *dynamodb.Client has) and the caller's credentials the
+// any event is taken. It needs the caller's credentials the
 // dynamodb:DescribeTable permission. The store never calls it itself.
 func (s *Store) CheckTable(ctx context.Context) error {
-	dc, ok := s.client.(dynamodb.DescribeTableAPIClient)
-	if !ok {
-		return fmt.Errorf("ddbstore: check table %q: the store's client (%T) has no DescribeTable", s.table, s.client)
-	}
-	desc, err := checkTable(ctx, dc, s.table, &s.layout, s.calls.fns...)
+	desc, err := checkTable(ctx, s.client, s.table, &s.layout, s.calls.fns...)
 	if desc != nil {
 		s.schema.keep(s.mismatch(s.table, desc))
 	}
@@ -201,12 +195,7 @@ func (c *schemaCheck) known(ctx context.Context, s *Store) (*SchemaError, string
 
 // describe makes the DescribeTable, with mu held.
 func (c *schemaCheck) describe(ctx context.Context, s *Store) {
-	dc, ok := s.client.(dynamodb.DescribeTableAPIClient)
-	if !ok {
-		c.done, c.why = true, fmt.Sprintf("the store's client (%T) has no DescribeTable", s.client)
-		return
-	}
-	out, err := dc.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, s.calls.fns...)
+	out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, s.calls.fns...)
 	if err == nil && out.Table == nil {
 		err = errors.New("DescribeTable returned no table")
 	}

@@ -19,17 +19,6 @@ import (
 	"github.com/idemgo/idem/core"
 )
 
-// TransactAPI is the part of the DynamoDB client that transactional
-// completion (CompleteStaged) calls beyond API. A *dynamodb.Client
-// satisfies it. The store asks its client for it with a type assertion, so
-// a client with API's methods alone still serves the idem.Store methods;
-// staging with it fails with idem.ErrNoStaging.
-type TransactAPI interface {
-	API
-	// TransactWriteItems writes the record and the staged items atomically.
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
 // DynamoDB's limits on one TransactWriteItems, which CheckStaged and
 // CompleteStaged check.
 const (
@@ -65,13 +54,8 @@ func Stage(ctx context.Context, items ...types.TransactWriteItem) error {
 // a Put's item is at most MaxItemSize bytes as ItemSize counts it; and the
 // items' sizes (a Put's item; the key and expression values of the
 // others) add up to at most MaxTransactSize. The size of an item after an
-// Update is known to DynamoDB alone. The client must implement
-// TransactAPI; otherwise the error wraps idem.ErrNoStaging.
+// Update is known to DynamoDB alone.
 func (s *Store) CheckStaged(staged []any) error {
-	if _, ok := s.client.(TransactAPI); !ok {
-		return &Error{Op: "stage", Table: s.table,
-			Err: fmt.Errorf("client %T has no TransactWriteItems (ddbstore.TransactAPI): %w", s.client, idem.ErrNoStaging)}
-	}
 	_, _, err := s.stagedItems(staged, "")
 	return err
 }
@@ -220,9 +204,8 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	if err := ctx.Err(); err != nil {
 		return core.Record{}, err
 	}
-	tx, ok := s.client.(TransactAPI)
-	if !ok || rec.Status != core.StatusSucceeded {
-		return core.Record{}, s.fail(op, ErrInvalidRequest, "needs a client with TransactWriteItems (%T) and a succeeded record (%q)", s.client, rec.Status)
+	if rec.Status != core.StatusSucceeded {
+		return core.Record{}, s.fail(op, ErrInvalidRequest, "needs a succeeded record, got %q", rec.Status)
 	}
 	if err := s.checkKey(op, rec.Key); err != nil {
 		return core.Record{}, err
@@ -239,7 +222,7 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 		return core.Record{}, &idem.StagedWriteError{Index: -1, Err: fmt.Errorf("%w: staged items (%d bytes) and the record (%d) exceed %d bytes",
 			idem.ErrStagedLimit, total, size, MaxTransactSize)}
 	}
-	_, err = tx.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems:      append([]types.TransactWriteItem{{Put: s.completePut(item, rec)}}, items...),
 		ClientRequestToken: aws.String(requestToken(rec)),
 	}, s.calls.fns...)
@@ -311,7 +294,7 @@ func (s *Store) cancelled(ctx context.Context, rec, stored core.Record, reasons 
 	const op = "complete staged"
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == reasonCondition {
 		ccf := &types.ConditionalCheckFailedException{Item: reasons[0].Item}
-		existing, found, err := s.blocking(ctx, op, ccf, rec.Key)
+		_, existing, found, err := s.blockingFor(ctx, op, ccf, rec.Key, nil)
 		if err != nil {
 			return core.Record{}, err // the lease was lost or the outcome is ours; unknown
 		}

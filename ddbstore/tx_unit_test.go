@@ -98,17 +98,6 @@ func TestCheckStaged(t *testing.T) {
 	}
 }
 
-func TestStageWithoutTransactionsIsRefused(t *testing.T) {
-	t.Parallel()
-	s, err := ddbstore.New(apiOnly{}, "idem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CheckStaged(many(1, 100)); !errors.Is(err, idem.ErrNoStaging) {
-		t.Fatalf("CheckStaged with a client without TransactWriteItems = %v, want ErrNoStaging", err)
-	}
-}
-
 func reserved(t *testing.T, key string) core.Record {
 	now := time.Now().Truncate(time.Second)
 	rec := core.Reserve(key, "fp", "tok-a", nil, now, now.Add(time.Minute), time.Hour)

@@ -29,13 +29,15 @@ import (
 )
 
 // fakeAPI answers PutItem and GetItem from scripted functions and counts the
-// calls. The unit tests use it; they need no server.
+// calls, and DescribeTable with the default table. The unit tests use it;
+// they need no server.
 type fakeAPI struct {
-	mu   sync.Mutex
-	puts []*dynamodb.PutItemInput // guarded by mu
-	gets int                      // guarded by mu
-	put  func(n int, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
-	get  func(n int, in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
+	ddbstore.API // the calls a test does not answer (nil: a call panics)
+	mu           sync.Mutex
+	puts         []*dynamodb.PutItemInput // guarded by mu
+	gets         int                      // guarded by mu
+	put          func(n int, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
+	get          func(n int, in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
 }
 
 func (f *fakeAPI) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -61,6 +63,16 @@ func (f *fakeAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...f
 		return &dynamodb.GetItemOutput{}, nil
 	}
 	return f.get(n, in)
+}
+
+// DescribeTable describes the default table (a string partition key pk),
+// as a store asks after a ValidationException.
+func (f *fakeAPI) DescribeTable(_ context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{
+		TableName: in.TableName, TableStatus: types.TableStatusActive,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(ddbstore.DefaultKeyAttribute), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(ddbstore.DefaultKeyAttribute), KeyType: types.KeyTypeHash}},
+	}}, nil
 }
 
 func (f *fakeAPI) counts() (puts, gets int) {
@@ -154,7 +166,8 @@ func TestReserveConditionWithPrev(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := f.puts[0]
-	want := "attribute_not_exists(#k) OR (#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms)) OR (#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND attribute_not_exists(#names))"
+	// Over prev alone (core.Reservable): not over an absent or expired record.
+	want := "#tok = :prev_tok AND #st = :prev_st AND #lease <= :now_ms AND attribute_not_exists(#names) AND (attribute_not_exists(#exp) OR #exp > :now_s)"
 	if got := aws.ToString(in.ConditionExpression); got != want {
 		t.Errorf("condition =\n %s\nwant\n %s", got, want)
 	}
@@ -172,7 +185,7 @@ func TestReserveConditionWithPrev(t *testing.T) {
 	if st := v[":prev_st"].(*types.AttributeValueMemberS).Value; st != "in_progress" {
 		t.Errorf(":prev_st = %s", st)
 	}
-	if n := in.ExpressionAttributeNames; n["#st"] != "status" || n["#lease"] != "lease_until_ms" || n["#exp"] != "expires_at" || n["#k"] != "pk" {
+	if n := in.ExpressionAttributeNames; n["#st"] != "status" || n["#lease"] != "lease_until_ms" || n["#exp"] != "expires_at" || n["#tok"] != "lease_token" {
 		t.Errorf("names = %v", n)
 	}
 }
@@ -458,6 +471,12 @@ func TestErrorTranslation(t *testing.T) {
 				}
 				if c := core.Classify(err, core.DefaultClassifiers...); c != tc.class {
 					t.Errorf("%s class = %v, want %v", op, c, tc.class)
+				}
+				// A request refused by the caller's IAM policy is a
+				// misconfiguration that names the action to grant.
+				denied := tc.name == "AccessDeniedException"
+				if errors.Is(err, idem.ErrMisconfigured) != denied || denied && !strings.Contains(err.Error(), "dynamodb:PutItem") {
+					t.Errorf("%s error = %v; want idem.ErrMisconfigured naming dynamodb:PutItem: %v", op, err, denied)
 				}
 			}
 			check("reserve", err)

@@ -41,7 +41,8 @@ func clone(r core.Record) core.Record {
 	return r
 }
 
-// Reserve implements idem.Store.Reserve atomically under the store's lock.
+// Reserve implements idem.Store.Reserve atomically under the store's lock,
+// by core.Reservable.
 func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -51,14 +52,19 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.records[rec.Key]
-	if ok && !cur.Expired(now) {
-		if core.SameWrite(cur, rec) {
-			return nil // a retried write whose answer was lost
-		}
-		if !core.Replaceable(cur, prev, now) {
-			return &idem.ConflictError{Existing: clone(cur)}
-		}
+	var live *core.Record
+	if cur, ok := s.records[rec.Key]; ok && !cur.Expired(now) {
+		live = &cur
+	}
+	switch {
+	case live != nil && core.SameWrite(*live, rec):
+		return nil // a retried write whose answer was lost
+	case core.Reservable(live, prev, now):
+	case live != nil:
+		return &idem.ConflictError{Existing: clone(*live)}
+	default:
+		return fmt.Errorf("memstore: reserve key hash %s: %w: the record the reservation replaces is gone",
+			idem.HashKey(rec.Key), idem.ErrRecordChanged)
 	}
 	if s.records == nil {
 		s.records = make(map[string]core.Record)

@@ -41,7 +41,7 @@
 // The store compares times only with the now its methods are given (the
 // caller's clock, read once per invocation by the runner), never with the
 // server's: the scripts receive now in milliseconds and apply
-// core.Record.Expired, core.Replaceable and core.SameWrite to it. Ends are
+// core.Record.Expired, core.Reservable and core.SameWrite to it. Ends are
 // rounded up when written and now is truncated when compared, so a record or
 // lease is never treated as ended before its true end; it may outlive it by
 // less than a millisecond. Records read back carry the rounded times, so

@@ -14,7 +14,7 @@ import (
 
 // The scripts' rules (rulesLua) against core's: for every case, the verdict
 // of the script on the stored record equals the one the contract of
-// idem.Store gives with core.Record.Expired, core.Replaceable and
+// idem.Store gives with core.Record.Expired, core.Reservable and
 // core.SameWrite (as memstore applies them), and a written record replaces
 // every field of the one before.
 
@@ -22,15 +22,19 @@ const fp = "5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef"
 
 // wantReserve is Store.Reserve's contract in Go.
 func wantReserve(cur *core.Record, rec core.Record, prev *core.Record, now time.Time) int64 {
+	var live *core.Record
 	if cur != nil && !cur.Expired(now) {
-		if core.SameWrite(*cur, rec) {
-			return verdictSame
-		}
-		if !core.Replaceable(*cur, prev, now) {
-			return verdictRefused
-		}
+		live = cur
 	}
-	return verdictWritten
+	switch {
+	case live != nil && core.SameWrite(*live, rec):
+		return verdictSame
+	case core.Reservable(live, prev, now):
+		return verdictWritten
+	case live != nil:
+		return verdictRefused
+	}
+	return verdictGone
 }
 
 // wantComplete is Store.Complete's contract in Go.
@@ -201,6 +205,8 @@ func TestReserveRulesMatchCore(t *testing.T) {
 		{"sub-ms lease end rounded up: ended", &subMs, "tok-n", 2, &subMs, ms(1), verdictWritten},
 		{"past retention, live lease: not absent", &pastRetentionLive, "tok-n", 1, nil, now, verdictRefused},
 		{"past retention, ended lease: absent", &pastRetentionEnded, "tok-n", 1, nil, now, verdictWritten},
+		{"past retention, ended lease, with prev: gone", &pastRetentionEnded, "tok-n", 2, &pastRetentionEnded, now, verdictGone},
+		{"absent, with prev: gone", nil, "tok-n", 2, &retryable, now, verdictGone},
 		{"retryable failure with prev", &retryable, "tok-n", 2, &retryable, now, verdictWritten},
 		{"retryable failure without prev", &retryable, "tok-n", 2, nil, now, verdictRefused},
 		{"permanent failure with prev", &permanent, "tok-n", 2, &permanent, now, verdictRefused},

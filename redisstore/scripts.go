@@ -95,8 +95,9 @@ end
 //	         then field, value, ... of the record
 //
 // It returns {1} when it wrote the record, {2} when the live record is this
-// very reservation (a retried write), and {0, field, value, ...} with the
-// live record that blocks it otherwise.
+// very reservation (a retried write), {0, field, value, ...} with the live
+// record that blocks it, and {3} when prev is given and no live record
+// exists (core.Reservable: prev went).
 const reserveLua = rulesLua + `
 local now = tonumber(ARGV[1])
 local cur, flat = load(KEYS[1])
@@ -109,6 +110,8 @@ if cur and not expired(cur, now) then
     table.insert(flat, 1, 0)
     return flat
   end
+elseif ARGV[3] ~= '' then
+  return {3}
 end
 write(KEYS[1], ARGV[6], 9)
 return {1}
@@ -155,6 +158,7 @@ const (
 	verdictRefused = 0 // a conflict (Reserve) or a lost lease (Complete)
 	verdictWritten = 1
 	verdictSame    = 2 // the stored record is this very write
+	verdictGone    = 3 // Reserve over prev: no live record (prev went)
 )
 
 // script is a Lua script run by EVALSHA, falling back on EVAL (which also

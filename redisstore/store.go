@@ -118,9 +118,10 @@ func (s *Store) waitFlag() string {
 
 // Reserve implements idem.Store.Reserve with one script (EVALSHA; one EVAL
 // more the first time a server sees it) that applies the contract's rules
-// (core.Record.Expired, core.Replaceable, core.SameWrite) at now and, when
+// (core.Record.Expired, core.Reservable, core.SameWrite) at now and, when
 // the reservation is refused, answers with the blocking record: a conflict
-// costs one round trip. After a failure that may have been applied (a
+// costs one round trip. A reservation over prev where no live record exists
+// is refused (idem.ErrRecordChanged). After a failure that may have been applied (a
 // timeout, a connection lost after the command was sent), one read checks
 // for the reservation, which is then reported as made (with WithWait:
 // reported as not replicated, since no WAIT confirmed it).
@@ -144,7 +145,12 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 		}
 		return t.err
 	}
-	if verdict != verdictRefused {
+	switch verdict {
+	case verdictGone:
+		return fmt.Errorf("redisstore: reserve key hash %s: %w: the record the reservation replaces is gone",
+			idem.HashKey(rec.Key), idem.ErrRecordChanged)
+	case verdictRefused:
+	default:
 		return nil
 	}
 	existing, found, err := decodeFlat(rec.Key, flat)

@@ -151,8 +151,10 @@ func TestWireRequests(t *testing.T) {
 }
 
 // fakeTable is a DynamoDB API that applies every PutItem and answers
-// GetItem with the last item put. Safe for concurrent use.
+// GetItem with the last item put; the other calls panic on the nil
+// embedded API (the test makes none). Safe for concurrent use.
 type fakeTable struct {
+	ddbstore.API
 	mu   sync.Mutex
 	puts int                                // guarded by mu
 	item map[string]ddbtypes.AttributeValue // guarded by mu

@@ -15,6 +15,7 @@ import (
 // only the record that was read, and the key then runs afresh.
 var releaseCases = []testCase{
 	{"ReleaseByTheHolder", "a runner whose handler asks for no record (core.MarkNoRecord) releases its own reservation, its lease live: the key has no record, more such calls than WithMaxAttempts allows each run, and the next runs afresh at attempt 1", releaseByTheHolder},
+	{"ReleasedPrevRefused", "a reservation decided on a retryable failure that an operator released since (a retry whose Reserve comes after the release) writes nothing and returns an error wrapping ErrRecordChanged; decided again, the key runs afresh at attempt 1", releasedPrevRefused},
 	{"ReleaseDeletesTheRecordRead", "Release deletes the record that was read, and the key then runs afresh at attempt 1", func(e *env) {
 		k := e.key()
 		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
@@ -219,4 +220,27 @@ func releasedStepsNotCarried(e *env) {
 	seen := e.mustGet(k, 15)
 	taken := e.mustReserve(k, "tok-c", &seen, 15, 30)
 	e.equalSteps("the takeover of the fresh lifetime", taken, charge, email)
+}
+
+// releasedPrevRefused is the case ReleasedPrevRefused: a release between
+// a call's refused reservation (which read the failure) and its Reserve
+// over that failure.
+func releasedPrevRefused(e *env) {
+	k := e.key()
+	rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+	e.mustComplete(core.Fail(rec, errors.New("throttled"), true, e.at(1), retention))
+	_, err := e.reserve(k, "tok-b", nil, 2, 30)
+	seen := e.conflict(err, "tok-a", core.StatusFailed)
+	if err := e.release(seen); err != nil {
+		e.t.Fatalf("Release of the failure = %v, want nil", err)
+	}
+	if _, err := e.reserve(k, "tok-b", &seen, 3, 30); !errors.Is(err, idem.ErrRecordChanged) {
+		e.t.Fatalf("Reserve over the released failure = %v, want ErrRecordChanged", err)
+	}
+	if got, err := e.get(k, 4); !errors.Is(err, idem.ErrNotFound) {
+		e.t.Fatalf("Get after the refused reservation = %v, %v; want ErrNotFound (nothing written)", got, err)
+	}
+	if fresh := e.mustReserve(k, "tok-c", nil, 5, 30); fresh.Attempts != 1 {
+		e.t.Fatalf("attempts after the release = %d, want 1", fresh.Attempts)
+	}
 }

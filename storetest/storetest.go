@@ -196,6 +196,7 @@ var cases = []testCase{
 		_, err := e.reserve(k, "tok-c", &a, 30, 10)
 		e.conflict(err, b.LeaseToken, core.StatusInProgress)
 	}},
+	{"GonePrevRefused", "a reservation decided on a record (prev) is written only over that record: where no live record is left (prev never stored, or past its retention since), it writes nothing and returns an error wrapping ErrRecordChanged, whether it carries steps or not, and decided again without prev it starts at attempt 1", gonePrevRefused},
 	{"SucceededBlocksAndReplays", "a succeeded record blocks every reservation, with or without prev, and the conflict holds it as completed", func(e *env) {
 		k := e.key()
 		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
@@ -416,4 +417,40 @@ func race(e *env, fn func(i int) error) []int {
 		e.t.Fatalf("%d racers got errors other than a conflict, first: %v", len(bad), bad[0])
 	}
 	return winners
+}
+
+// gonePrevRefused is the case GonePrevRefused: core.Reservable. A
+// reservation decided on prev carries prev's attempt count and, for the
+// same payload, its steps; over a key whose record went it would start a
+// record lifetime with them.
+func gonePrevRefused(e *env) {
+	k := e.key()
+	ghost := core.Fail(core.Reserve(k, fp, "tok-ghost", nil, e.at(0), e.at(30), retention), errors.New("throttled"), true, e.at(1), retention)
+	ghost.Steps = []core.Step{{Name: "charge", Result: []byte(`"ch_1"`)}}
+	rec, err := e.reserve(k, "tok-b", &ghost, 2, 30)
+	if !errors.Is(err, idem.ErrRecordChanged) || len(rec.Steps) != 1 {
+		e.t.Fatalf("Reserve with %d steps over a prev never stored = %v, want ErrRecordChanged", len(rec.Steps), err)
+	}
+	if got, err := e.get(k, 3); !errors.Is(err, idem.ErrNotFound) {
+		e.t.Fatalf("Get after the refused reservation = %v, %v; want ErrNotFound (nothing written)", got, err)
+	}
+	// A retryable failure, decided on while it lived, written to after its
+	// retention ended.
+	k = e.key()
+	held := e.mustReserve(k, "tok-a", nil, 0, 30)
+	failed := e.mustComplete(core.Fail(held, errors.New("throttled"), true, e.at(1), retention))
+	decided := core.Reserve(k, fp, "tok-b", &failed, e.at(2), e.at(32), retention)
+	later := e.at(int(retention/time.Second) + 100)
+	if err := e.s.Reserve(context.Background(), decided, &failed, later); !errors.Is(err, idem.ErrRecordChanged) {
+		e.t.Fatalf("Reserve at attempt %d over a prev past its retention = %v, want ErrRecordChanged", decided.Attempts, err)
+	}
+	fresh := core.Reserve(k, fp, "tok-c", nil, later, later.Add(30*time.Second), retention)
+	if err := e.s.Reserve(context.Background(), fresh, nil, later); err != nil || fresh.Attempts != 1 {
+		e.t.Fatalf("Reserve decided again without prev = attempt %d, %v; want attempt 1, nil", fresh.Attempts, err)
+	}
+	got, err := e.s.Get(context.Background(), k, later.Add(time.Second))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.equalRecord("Get of the fresh record", got, fresh)
 }

@@ -293,8 +293,10 @@ func workload() []scenario {
 
 // recorder is a ddbstore.API that answers every put at once and keeps the
 // item: a store over it encodes records in its own layout without writing
-// them, for the set-up's batch writes.
+// them, for the set-up's batch writes. The calls it does not answer panic
+// on the nil embedded API (the set-up's writes are puts).
 type recorder struct {
+	ddbstore.API
 	mu    sync.Mutex
 	items []map[string]types.AttributeValue // guarded by mu
 }

@@ -13,7 +13,7 @@
 // gives, for the stored record of a key (State) and one call (Op), the
 // store's answer (Result: a Verdict and the records answered) and the
 // record it leaves. It is written with core's own rules, not a second copy
-// of them: core.Record.Expired, core.SameWrite, core.Replaceable,
+// of them: core.Record.Expired, core.SameWrite, core.Reservable,
 // core.Acquirable, core.Acquire, core.Acquired, core.AddStep,
 // core.Renewable, core.Renewed and core.Renew, in the order the method docs
 // state them. Records are stored at the store's Resolution (ddbstore keeps

@@ -60,7 +60,7 @@ func (s State) Equal(o State) bool {
 // Model is the sequential specification of the store contract (idem.Store
 // and its optional capabilities), written with core's rules: each Op's
 // answer and the record it leaves are what core.Record.Expired,
-// core.SameWrite, core.Replaceable, core.Acquirable, core.Acquire,
+// core.SameWrite, core.Reservable, core.Acquirable, core.Acquire,
 // core.Acquired, core.AddStep, core.Renewable, core.Renewed and core.Renew
 // say, as the method docs of idem.Store, idem.Acquirer, idem.StepRecorder,
 // idem.LeaseRenewer, idem.Releaser and idem.StagedCompleter state. Records
@@ -141,20 +141,23 @@ func (s State) with(rec core.Record) State {
 	return s
 }
 
-// reserve: Reserve writes op.Rec if no live record exists, or the live
-// record is still Prev and replaceable; the live record that is op.Rec
-// itself is a retried write (nil); any other blocks it.
+// reserve: Reserve writes op.Rec where core.Reservable allows it: without
+// Prev, if no live record exists; with Prev, if the live record is still
+// Prev and replaceable. The live record that is op.Rec itself is a retried
+// write (nil); any other blocks it; with Prev and no live record, the
+// record changed (Prev went).
 func (m Model) reserve(s State, op Op) (Result, State) {
 	rec := m.Res.Normalize(op.Rec)
-	if cur := s.live(op.Now); cur != nil {
-		if core.SameWrite(*cur, rec) {
-			return Result{Verdict: OK}, s
-		}
-		if !core.Replaceable(*cur, op.Prev, op.Now) {
-			return Result{Verdict: Conflict, Rec: cur}, s
-		}
+	cur := s.live(op.Now)
+	switch {
+	case cur != nil && core.SameWrite(*cur, rec):
+		return Result{Verdict: OK}, s
+	case core.Reservable(cur, op.Prev, op.Now):
+		return Result{Verdict: OK}, s.with(rec)
+	case cur != nil:
+		return Result{Verdict: Conflict, Rec: cur}, s
 	}
-	return Result{Verdict: OK}, s.with(rec)
+	return Result{Verdict: RecordChanged}, s
 }
 
 // acquire: Acquire writes core.Acquire of op.Rec over the live record if

@@ -89,6 +89,9 @@ func TestModelTimeline(t *testing.T) {
 			func(_ linz.Result, s linz.State) bool { return s.Rec == nil }},
 		{"released", func() linz.Op { return linz.Op{Kind: linz.Get, Key: key, Now: at(28)} }, linz.NotFound, nil},
 		{"release again", func() linz.Op { return linz.Op{Kind: linz.Release, Key: key, Rec: d} }, linz.NotFound, nil},
+		{"retry over the released record", func() linz.Op {
+			return linz.Op{Kind: linz.Reserve, Key: key, Rec: core.Reserve(key, fp, "tok-r", &d, at(29), at(39), time.Minute), Prev: &d, Now: at(29)}
+		}, linz.RecordChanged, func(_ linz.Result, s linz.State) bool { return s.Rec == nil }},
 		{"staged commit without a reservation", func() linz.Op { return linz.Op{Kind: linz.CompleteStaged, Key: key, Rec: eDone} }, linz.LeaseLost,
 			func(_ linz.Result, s linz.State) bool { return s.Effects == 0 }},
 		{"new reservation", func() linz.Op { return linz.Op{Kind: linz.Reserve, Key: key, Rec: e, Now: at(30)} }, linz.OK, nil},

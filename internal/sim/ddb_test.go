@@ -21,21 +21,49 @@ import (
 )
 
 // previousDDB is the DynamoDB store able to rewrite a record in its
-// previous encoding (sim.PreviousEncoding): without attempts_carried, which
-// in-progress records and retryable failures did not have before the
-// one-write Acquire.
+// previous release's encoding (sim.PreviousEncoding): v0.1.0 kept a
+// record's steps in the record itself (a map of "n" and "r" each, budgeted
+// at twice the name, the result and 16 bytes) where this release keeps
+// them in step items, referenced from the record, with steps_until.
 type previousDDB struct {
 	*ddbstore.Store
 	client *dynamodb.Client
 }
 
 func (p previousDDB) Downgrade(ctx context.Context, key string) error {
-	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(p.Table()),
-		Key:                      map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key}},
-		UpdateExpression:         aws.String("REMOVE #carried"),
-		ConditionExpression:      aws.String("attribute_exists(#k)"),
-		ExpressionAttributeNames: map[string]string{"#carried": ddbstore.AttrAttemptsCarried, "#k": ddbstore.DefaultKeyAttribute},
+	// The record with its steps, read at the epoch: live whatever its
+	// retention in simulated time.
+	rec, err := p.Get(ctx, key, time.Unix(0, 0))
+	if errors.Is(err, idem.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	names := map[string]string{"#k": ddbstore.DefaultKeyAttribute, "#until": ddbstore.AttrStepsUntil}
+	update, values := "REMOVE #until", map[string]types.AttributeValue{}
+	if len(rec.Steps) > 0 {
+		list, size := make([]types.AttributeValue, len(rec.Steps)), 0
+		for i, st := range rec.Steps {
+			m := map[string]types.AttributeValue{"n": &types.AttributeValueMemberS{Value: st.Name}}
+			if len(st.Result) > 0 {
+				m["r"] = &types.AttributeValueMemberB{Value: st.Result}
+			}
+			list[i], size = &types.AttributeValueMemberM{Value: m}, size+2*len(st.Name)+len(st.Result)+16
+		}
+		names["#steps"], names["#size"] = ddbstore.AttrSteps, ddbstore.AttrStepsSize
+		values[":steps"], values[":size"] = &types.AttributeValueMemberL{Value: list}, &types.AttributeValueMemberN{Value: fmt.Sprint(size)}
+		update = "SET #steps = :steps, #size = :size " + update
+	} else {
+		values = nil
+	}
+	_, err = p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(p.Table()),
+		Key:                       map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key}},
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("attribute_exists(#k)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	return err
 }

@@ -69,8 +69,10 @@
 //     while an earlier success was retained, allowing for clock skew, is a
 //     violation.
 //  2. Fencing: an accepted reservation must be allowed by the Store
-//     contract at the now it was given (no live record; or the decision's
-//     record with an ended lease or a retryable failure), and never replace
+//     contract at the now it was given (core.Reservable: without a
+//     decision's record, no live record; with one, that record, with an
+//     ended lease or a retryable failure, and never a key it has left),
+//     and never replace
 //     an in-progress record whose lease is live, whatever its retention; a
 //     conflict must report the stored record; an accepted completion must
 //     come from the holder of the current lease.

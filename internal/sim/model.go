@@ -147,7 +147,7 @@ func (s *simulation) afterReserve(c *call, rec core.Record, prev *core.Record, n
 	ks := c.ks
 	if err != nil {
 		s.hist(c, hReserveRefused, rec, err)
-		s.checkRefusedReserve(c, rec, err)
+		s.checkRefusedReserve(c, rec, prev, now, err)
 		return
 	}
 	s.hist(c, hReserveAccepted, rec, nil)
@@ -163,8 +163,13 @@ func (s *simulation) afterReserve(c *call, rec core.Record, prev *core.Record, n
 		// record.
 		fresh = false
 	}
-	allowed := fresh || replaced
+	// core.Reservable: without prev, over no live record; with prev, over
+	// prev alone.
+	allowed := replaced || fresh && prev == nil
 	switch {
+	case !allowed && fresh:
+		s.violate(Fencing, ks, "the store accepted reservation %s decided on %s at %s, which has gone (the store holds %s): "+
+			"the reservation carries its count and steps into a new record lifetime", rec, prev, s.fmtAbs(now), s.curString(ks))
 	case !allowed:
 		s.violate(Fencing, ks, "the store accepted reservation %s (prev %s) at %s over live record %s, which the contract forbids",
 			rec, prevString(prev), s.fmtAbs(now), ks.cur)
@@ -189,16 +194,22 @@ func prevString(prev *core.Record) string {
 }
 
 // checkRefusedReserve checks a refusal: a conflict must report the stored
-// record, and an identical retry of an applied reservation must succeed.
-func (s *simulation) checkRefusedReserve(c *call, rec core.Record, err error) {
+// record, a reservation refused because its prev went must have had one
+// (and the store no live record), and an identical retry of an applied
+// reservation must succeed.
+func (s *simulation) checkRefusedReserve(c *call, rec core.Record, prev *core.Record, now time.Time, err error) {
 	ks := c.ks
 	if ks.has && ks.cur.Status == core.StatusInProgress && core.SameWrite(ks.cur, rec) {
 		s.violate(StoreContract, ks, "the store refused the identical retry of applied reservation %s: %v", rec, err)
 		return
 	}
 	var ce *idem.ConflictError
-	if errors.As(err, &ce) && (!ks.has || ce.Existing.LeaseToken != ks.cur.LeaseToken || ce.Existing.Status != ks.cur.Status) {
+	switch {
+	case errors.As(err, &ce) && (!ks.has || ce.Existing.LeaseToken != ks.cur.LeaseToken || ce.Existing.Status != ks.cur.Status):
 		s.violate(Fencing, ks, "the store refused reservation %s with conflict record %s, but holds %s", rec, ce.Existing, s.curString(ks))
+	case errors.Is(err, idem.ErrRecordChanged) && (prev == nil || ks.has && !ks.cur.Expired(now)):
+		s.violate(StoreContract, ks, "the store refused reservation %s (prev %s) at %s as over a record gone, but holds %s: %v",
+			rec, prevString(prev), s.fmtAbs(now), s.curString(ks), err)
 	}
 }
 
