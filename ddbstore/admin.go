@@ -280,13 +280,18 @@ func (s *Store) scanInput(in ListInput) (*dynamodb.ScanInput, error) {
 // usable (not being created or deleted) and has the key schema a Store
 // configured with opts expects: a string partition key named as configured
 // and, with WithSortKey or WithSortKeyFunc, a string sort key named as
-// configured, else no sort key. It returns nil, or an *Error wrapping a
-// *SchemaError (ErrSchemaMismatch, with the options that fix it),
-// ErrTableNotFound or, for the call's own failures, the sentinel it
-// translates to (ErrAccessDenied, ErrThrottled, ...). Tools call it before
-// they use a table they did not create; a store checks its own with
-// Store.CheckTable. The TTL attribute cannot be checked this way
-// (DescribeTable does not report it).
+// configured, else no sort key. It also reads the table's replicas and
+// consistency mode: a global table in multi-Region eventual consistency
+// (MREC) is refused (ErrEventualGlobalTable) unless opts has
+// WithHomeRegion or WithReplicationWindowAccepted, and with WithHomeRegion
+// the replica the client reaches must be the home Region's
+// (ErrNotHomeRegion); docs/multi-region.md explains both. It returns nil,
+// or an *Error wrapping a *SchemaError (ErrSchemaMismatch, with the
+// options that fix it), a *GlobalTableError, ErrTableNotFound or, for the
+// call's own failures, the sentinel it translates to (ErrAccessDenied,
+// ErrThrottled, ...). Tools call it before they use a table they did not
+// create; a store checks its own with Store.CheckTable. The TTL attribute
+// cannot be checked this way (DescribeTable does not report it).
 func CheckTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, opts ...Option) error {
 	if client == nil {
 		return errors.New("ddbstore: nil client")
@@ -295,29 +300,34 @@ func CheckTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, tab
 	if err != nil {
 		return err
 	}
-	_, err = checkTable(ctx, client, table, &o.layout)
+	_, _, err = checkTable(ctx, client, table, &o)
 	return err
 }
 
-// checkTable describes table and checks it for l: it returns the table's
-// description, and the error CheckTable describes.
-func checkTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, l *layout, optFns ...func(*dynamodb.Options)) (*types.TableDescription, error) {
+// checkTable describes table and checks it for o: it returns the table's
+// description, whether it is a global table in strong consistency
+// (MRSC), and the error CheckTable describes.
+func checkTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, o *options, optFns ...func(*dynamodb.Options)) (*types.TableDescription, bool, error) {
 	const op = "check table"
 	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, optFns...)
 	if err != nil {
-		return nil, translateErr(op, table, err).err
+		return nil, false, translateErr(op, table, err).err
 	}
 	if out.Table == nil {
-		return nil, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: DescribeTable returned no table", ErrTableNotFound)})
+		return nil, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: DescribeTable returned no table", ErrTableNotFound)})
 	}
 	switch st := out.Table.TableStatus; st {
 	case types.TableStatusCreating, types.TableStatusDeleting, types.TableStatusArchiving, types.TableStatusArchived:
-		return out.Table, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: table is %s", ErrTableNotFound, st)})
+		return out.Table, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: table is %s", ErrTableNotFound, st)})
 	}
-	if m := l.mismatch(table, out.Table); m != nil {
-		return out.Table, core.MarkPermanent(&Error{Op: op, Table: table, Err: m})
+	if m := o.mismatch(table, out.Table); m != nil {
+		return out.Table, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: m})
 	}
-	return out.Table, nil
+	strong, g := o.repl.check(table, out.Table)
+	if g != nil {
+		return out.Table, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: g})
+	}
+	return out.Table, strong, nil
 }
 
 // describeSchema names a table's key attributes, roles and types, as in
