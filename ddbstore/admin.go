@@ -151,29 +151,48 @@ func (s *Store) List(ctx context.Context, in ListInput) (ListPage, error) {
 	if err := ctx.Err(); err != nil {
 		return ListPage{}, err
 	}
-	client, err := s.admin(op)
-	if err != nil {
-		return ListPage{}, err
-	}
 	scan, err := s.scanInput(in)
 	if err != nil {
 		return ListPage{}, &Error{Op: op, Table: s.table, Err: err}
 	}
-	out, err := client.Scan(ctx, scan)
+	out, sp, err := s.scan(ctx, op, scan)
 	if err != nil {
-		return ListPage{}, translateErr(op, s.table, err).err
+		return ListPage{}, err
 	}
-	page := ListPage{Scanned: int(out.ScannedCount), Records: make([]core.Record, 0, len(out.Items))}
-	if c := out.ConsumedCapacity; c != nil {
-		page.ConsumedRCU = aws.ToFloat64(c.CapacityUnits)
-	}
+	page := ListPage{Scanned: sp.scanned, ConsumedRCU: sp.rcu, Next: sp.next, Records: make([]core.Record, 0, len(out.Items))}
 	s.collect(&page, out.Items)
+	return page, nil
+}
+
+// scanPage is what every page of a scan reports: its continuation token
+// (empty at the table's end), the items evaluated and the read capacity
+// consumed.
+type scanPage struct {
+	next    string
+	scanned int
+	rcu     float64
+}
+
+// scan makes one Scan through the store's AdminAPI.
+func (s *Store) scan(ctx context.Context, op string, in *dynamodb.ScanInput) (*dynamodb.ScanOutput, scanPage, error) {
+	client, err := s.admin(op)
+	if err != nil {
+		return nil, scanPage{}, err
+	}
+	out, err := client.Scan(ctx, in)
+	if err != nil {
+		return nil, scanPage{}, translateErr(op, s.table, err).err
+	}
+	sp := scanPage{scanned: int(out.ScannedCount)}
+	if c := out.ConsumedCapacity; c != nil {
+		sp.rcu = aws.ToFloat64(c.CapacityUnits)
+	}
 	if len(out.LastEvaluatedKey) > 0 {
-		if page.Next, err = s.token(out.LastEvaluatedKey); err != nil {
-			return ListPage{}, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+		if sp.next, err = s.token(out.LastEvaluatedKey); err != nil {
+			return nil, scanPage{}, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
 		}
 	}
-	return page, nil
+	return out, sp, nil
 }
 
 // collect decodes the store's own items into page's records, counting the
