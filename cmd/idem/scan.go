@@ -76,14 +76,33 @@ func (s *scanner) page(ctx context.Context, want int) ([]core.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.ConsumedRCU == 0 && p.Scanned > 0 {
-		p.ConsumedRCU = assumedRCUPerItem * float64(p.Scanned)
-	}
-	s.next = p.Next
-	s.consumed += p.ConsumedRCU
-	s.scanned += p.Scanned
-	s.corrupt += p.Corrupt
+	s.account(p.Next, p.ConsumedRCU, p.Scanned, p.Corrupt)
 	return p.Records, nil
+}
+
+// expired reads the next page of the store's items past retention at now
+// (ddbstore.Store.ScanExpired), of at most want items evaluated, and the
+// number of the store's items it returned that are not.
+func (s *scanner) expired(ctx context.Context, want int, now time.Time) ([]ddbstore.Expired, int, error) {
+	p, err := s.store.ScanExpired(ctx, ddbstore.ListInput{Limit: s.limit(want), Next: s.next}, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.account(p.Next, p.ConsumedRCU, p.Scanned, p.Corrupt)
+	return p.Items, p.Live, nil
+}
+
+// account adds a page to the scan: its continuation, its cost (assumed
+// where the server reports none), the items it evaluated and those that did
+// not decode.
+func (s *scanner) account(next string, rcu float64, scanned, corrupt int) {
+	if rcu == 0 && scanned > 0 {
+		rcu = assumedRCUPerItem * float64(scanned)
+	}
+	s.next = next
+	s.consumed += rcu
+	s.scanned += scanned
+	s.corrupt += corrupt
 }
 
 func (s *scanner) limit(want int) int32 {
