@@ -120,6 +120,31 @@ func (s *scanner) limit(want int) int32 {
 	return int32(n)
 }
 
+// rest is how many items the next page of a run that has taken done of at
+// most most (0: no bound) may evaluate: the rest, so that its token to
+// continue skips none; 0 for no bound.
+func rest(most, done int) int {
+	if most > 0 {
+		return most - done
+	}
+	return 0
+}
+
+// stops reports whether a run that has taken done items of at most most (0:
+// no bound) stops after the page just read, and why: at the table's end
+// (""), at --max (stoppedMax), or at the budget (stoppedMaxRCU).
+func (s *scanner) stops(most, done int) (bool, string) {
+	switch {
+	case s.next == "":
+		return true, ""
+	case most > 0 && done >= most:
+		return true, stoppedMax
+	case s.overBudget():
+		return true, stoppedMaxRCU
+	}
+	return false, ""
+}
+
 // overBudget reports whether the budget is used up.
 func (s *scanner) overBudget() bool { return s.maxRCU > 0 && s.consumed >= s.maxRCU }
 

@@ -105,11 +105,7 @@ type sweepRun struct {
 // retention when it is read; each delete checks again at its own time.
 func (r *sweepRun) run(ctx context.Context) error {
 	for {
-		want := 0
-		if r.f.max > 0 {
-			want = r.f.max - r.view.Found
-		}
-		items, live, err := r.sc.expired(ctx, want, r.c.now())
+		items, live, err := r.sc.expired(ctx, rest(r.f.max, r.view.Found), r.c.now())
 		if err != nil {
 			return err
 		}
@@ -123,14 +119,8 @@ func (r *sweepRun) run(ctx context.Context) error {
 			return fmt.Sprintf("sweep: %d items scanned, %.1f RCU, %d past retention, %d deleted, %d left, %s",
 				r.sc.scanned, r.sc.consumed, r.view.Found, r.view.Deleted, r.view.Left, elapsed.Round(time.Second))
 		})
-		switch {
-		case r.sc.next == "":
-			return nil
-		case r.f.max > 0 && r.view.Found >= r.f.max:
-			r.view.Stopped = stoppedMax
-			return nil
-		case r.sc.overBudget():
-			r.view.Stopped = stoppedMaxRCU
+		if stop, why := r.sc.stops(r.f.max, r.view.Found); stop {
+			r.view.Stopped = why
 			return nil
 		}
 	}
