@@ -120,8 +120,8 @@ func (s *scanner) limit(want int) int32 {
 	return int32(n)
 }
 
-// rest is how many items the next page of a run that has taken done of at
-// most most (0: no bound) may evaluate: the rest, so that its token to
+// rest is how many items the next page of a run may evaluate that has taken
+// done items of at most most (0: no bound): the rest, so that its token to
 // continue skips none; 0 for no bound.
 func rest(most, done int) int {
 	if most > 0 {
