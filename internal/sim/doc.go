@@ -158,7 +158,10 @@
 // selection, the batch wrappers, and the one-write Acquire or Reserve
 // (Service.ReserveOnly). Faults.Release adds an operator that releases
 // records; Faults.Downgrade rewrites failures and steps in the store's
-// previous encoding (PreviousEncoding). Config.Draw adds services whose
+// previous encoding (PreviousEncoding); Faults.Sweep runs, page by page, a
+// sweep that deletes the records past retention (ExpiredSweeper, as idem
+// sweep does), and checks that each record it deleted was past retention
+// when deleted. Config.Draw adds services whose
 // options and capabilities are drawn from the seed (Drawn).
 //
 // # Two Regions

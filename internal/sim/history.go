@@ -103,6 +103,7 @@ const (
 	hReplicated
 	hReplicaDiscarded
 	hHomeSwitch
+	hSwept
 )
 
 var histNames = [...]string{
@@ -112,7 +113,7 @@ var histNames = [...]string{
 	hStep: "step accepted", hRenewAccepted: "renewal accepted", hRenewRefused: "renewal refused",
 	hLeaseLost: "lease lost: handler's context cancelled", hReleased: "released by an operator",
 	hDowngraded: "rewritten in the previous encoding", hReleasedByHolder: "released by its holder (no record)",
-	hReleaseRefused: "release refused", hReplicated: "replicated write applied",
+	hReleaseRefused: "release refused", hReplicated: "replicated write applied", hSwept: "deleted by a sweep, past retention",
 	hReplicaDiscarded: "replicated write discarded (the replica holds a later one)", hHomeSwitch: "home Region switched",
 }
 

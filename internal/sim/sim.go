@@ -83,6 +83,9 @@ type Stats struct {
 	// rewritten in the previous encoding; NoRecords, the reservations
 	// released by their own holder, for a try marked core.MarkNoRecord.
 	Releases, Downgrades, NoRecords int
+	// Swept counts the records a sweep deleted (Faults.Sweep), SweepErrors
+	// the sweep's pages that failed.
+	Swept, SweepErrors int
 	// Batches counts batch invocations; BatchReported, records they
 	// reported for redelivery; Blocked, records an ordered lane did not
 	// start after a failure.
@@ -141,6 +144,7 @@ func Run(cfg Config) (Result, error) {
 		s.after(s.expGap(sv.ArrivalGap), func() { s.arrive(sv) })
 	}
 	s.startOperator()
+	s.startSweeper()
 	s.startRegions()
 	s.loop()
 	if !s.halted() && s.finished != s.spawned {
