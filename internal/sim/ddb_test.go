@@ -27,25 +27,26 @@ import (
 // them in step items, referenced from the record, with steps_until.
 type previousDDB struct {
 	*ddbstore.Store
-	client *dynamodb.Client
+	reader *ddbstore.Store  // the same table through the checks' client
+	client *dynamodb.Client // the checks' client, which retries
 	sweep  *sweepCursor
 }
 
 // sweepCursor is where a sweep of previousDDB's table goes on.
 type sweepCursor struct{ next string }
 
-// SweepPage implements sim.ExpiredSweeper as idem sweep does: one page of
-// ScanExpired, then DeleteExpired for each item; an item live again since
-// the scan (idem.ErrRecordChanged) is left.
+// SweepPage implements sim.ExpiredSweeper as idem sweep does, through the
+// checks' client: one page of ScanExpired, then DeleteExpired for each
+// item; an item live again since the scan (idem.ErrRecordChanged) is left.
 func (p previousDDB) SweepPage(ctx context.Context, now time.Time) ([]string, error) {
-	page, err := p.ScanExpired(ctx, ddbstore.ListInput{Limit: 100, Next: p.sweep.next}, now)
+	page, err := p.reader.ScanExpired(ctx, ddbstore.ListInput{Limit: 100, Next: p.sweep.next}, now)
 	if err != nil {
 		return nil, err
 	}
 	p.sweep.next = page.Next
 	var keys []string
 	for _, e := range page.Items {
-		switch err := p.DeleteExpired(ctx, e, now); {
+		switch err := p.reader.DeleteExpired(ctx, e, now); {
 		case err == nil && !e.Step:
 			keys = append(keys, e.Key)
 		case err != nil && !errors.Is(err, idem.ErrRecordChanged):
@@ -58,7 +59,7 @@ func (p previousDDB) SweepPage(ctx context.Context, now time.Time) ([]string, er
 func (p previousDDB) Downgrade(ctx context.Context, key string) error {
 	// The record with its steps, read at the epoch: live whatever its
 	// retention in simulated time.
-	rec, err := p.Get(ctx, key, time.Unix(0, 0))
+	rec, err := p.reader.Get(ctx, key, time.Unix(0, 0))
 	if errors.Is(err, idem.ErrNotFound) {
 		return nil
 	}
@@ -166,7 +167,11 @@ func TestSimDynamoAll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return previousDDB{Store: s, client: checker, sweep: &sweepCursor{}}
+		reader, err := ddbstore.New(checker, store.Table())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return previousDDB{Store: s, reader: reader, client: checker, sweep: &sweepCursor{}}
 	}
 	cfg.StoreResolution = time.Second
 	res := runWith(t, cfg, "go run ./internal/cmd/testenv -server "+cmp.Or(os.Getenv("IDEM_DDB_SERVER"), "dynalite")+" -- ")
