@@ -157,7 +157,7 @@ func RequestKey[Req HTTPRequest](ctx context.Context, kc KeyConfig, event []byte
 			return "", fmt.Errorf("%w: %w", core.ErrInvalidPayload, err)
 		}
 	}
-	key, err := cfg.requestKey(ctx, r, body)
+	key, _, err := cfg.requestKey(ctx, r, body)
 	if errors.Is(err, httprule.ErrNoKey) {
 		return "", fmt.Errorf("%w: %w", ErrMissingKey, err)
 	}

@@ -63,7 +63,7 @@ func newHTTPWrapper[Req, Resp any](runner *idem.Runner, handler func(context.Con
 func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, error) {
 	req := w.request(ctx, event)
 	ctx = withTenant(ctx, lambdaTenant(ctx))
-	key, body, early := w.admit(ctx, req, event)
+	key, src, body, early := w.admit(ctx, req, event)
 	if early != nil {
 		return *early, nil
 	}
@@ -96,19 +96,9 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 		return idem.Annotation{Attrs: w.attrs(req, w.fl.view(answered).StatusCode), Verdict: v, Err: err}
 	})
 	out, _ := w.runner.Do(w.doContext(actx, req), key, body, func(ctx context.Context) ([]byte, error) {
-		resp, status, herr := w.run(withStoredKey(ctx, key), req, event)
+		resp, status, herr := w.run(w.handlerContext(ctx, key, src, req, body), req, event)
 		fresh, failed = &resp, herr
-		if herr != nil {
-			return nil, httprule.RetryLater(status)
-		}
-		if err := httprule.Unstored(status); err != nil {
-			return nil, err
-		}
-		b, merr := httprule.Encode(req.shape, resp)
-		if merr != nil { // the AWS response types always marshal
-			return nil, core.MarkRetryLater(merr)
-		}
-		return b, nil
+		return w.outcome(req, resp, status, herr)
 	})
 	if fresh != nil {
 		if failed != nil {
@@ -117,6 +107,28 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 		return *fresh, nil
 	}
 	return answered, nil
+}
+
+// outcome is what the runner is given for the handler's answer resp, of
+// status, or its error herr: the stored response; for an answer that is not
+// stored, or a handler error (answered with a 500 problem), an error to
+// record as a retryable failure (httprule.Unstored, httprule.RetryLater);
+// for an error marked httprule.Answered, that error itself.
+func (w *httpWrapper[Req, Resp]) outcome(req httpRequest, resp Resp, status int, herr error) ([]byte, error) {
+	switch {
+	case httprule.IsAnswered(herr):
+		return nil, herr
+	case herr != nil:
+		return nil, httprule.RetryLater(status)
+	}
+	if err := httprule.Unstored(status); err != nil {
+		return nil, err
+	}
+	b, err := httprule.Encode(req.shape, resp)
+	if err != nil { // the AWS response types always marshal
+		return nil, core.MarkRetryLater(err)
+	}
+	return b, nil
 }
 
 // request is the event's view, with the identity header of
@@ -147,11 +159,23 @@ func (c *config) withIdentityHeader(req httpRequest) httpRequest {
 	return req
 }
 
+// handlerContext is the context of the handler of the request req, whose
+// stored key is key, made of src, and whose body is body: with the stored
+// key (StoredKey) and the request as it was keyed and fingerprinted
+// (httprule.RequestOf).
+func (w *httpWrapper[Req, Resp]) handlerContext(ctx context.Context, key string, src httprule.RequestKey, req httpRequest, body []byte) context.Context {
+	return httprule.WithRequest(withStoredKey(ctx, key), &httprule.Request{
+		Method: req.method, Path: req.path, Headers: req.headers, Multi: req.multi, Body: body,
+		Key: src, Identity: req.identity, Selection: w.sel,
+	})
+}
+
 // run runs the handler: its response, with a StatusCode of 0 made 200, or
-// for an error a 500 problem; and the status answered.
+// for an error a 500 problem (but for an error marked httprule.Answered,
+// which comes with the handler's own response); and the status answered.
 func (w *httpWrapper[Req, Resp]) run(ctx context.Context, req httpRequest, event Req) (Resp, int, error) {
 	resp, herr := w.handler(ctx, event)
-	if herr != nil {
+	if herr != nil && !httprule.IsAnswered(herr) {
 		a := httprule.NewAnswer(httprule.Internal, "", idem.FailedTransiently)
 		return w.fl.native(answerView(a, req.multiAnswer)), a.Status, herr
 	}
@@ -160,13 +184,13 @@ func (w *httpWrapper[Req, Resp]) run(ctx context.Context, req httpRequest, event
 		v.StatusCode = http.StatusOK
 		resp = w.fl.native(v)
 	}
-	return resp, v.StatusCode, nil
+	return resp, v.StatusCode, herr
 }
 
-// admit takes the stored key and the body of a request. When the request
-// cannot be keyed, early is the answer: a 400, or the handler's own answer
-// when it ran unkeyed (WithOptionalKey).
-func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, event Req) (key string, body []byte, early *Resp) {
+// admit takes the stored key of a request, what it is made of, and the
+// body. When the request cannot be keyed, early is the answer: a 400, or
+// the handler's own answer when it ran unkeyed (WithOptionalKey).
+func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, event Req) (key string, rk httprule.RequestKey, body []byte, early *Resp) {
 	decode := func() (err error) {
 		if body == nil {
 			body, err = DecodeBody(req.body, req.base64)
@@ -178,50 +202,49 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 	}
 	if w.cfg.sender != nil || httprule.NeedsBody(w.cfg.keyParts) {
 		if err := decode(); err != nil {
-			return "", nil, invalidBody(err)
+			return "", rk, nil, invalidBody(err)
 		}
 	}
 	if s := w.cfg.sender; s != nil {
 		values := func(name string) []string { return httprule.HeaderValues(req.headers, req.multi, name) }
 		if err := s.Verify(values, body, w.cfg.now()); err != nil {
-			return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidSignature, err.Error(), idem.Unauthorized), "", err)
+			return "", rk, nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidSignature, err.Error(), idem.Unauthorized), "", err)
 		}
 	}
-	key, err := w.cfg.requestKey(ctx, req, body)
+	key, rk, err := w.cfg.requestKey(ctx, req, body)
 	switch {
 	case errors.Is(err, ErrUnidentifiedCaller):
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", err)
+		return "", rk, nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", err)
 	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:
-		return "", nil, w.unkeyed(ctx, req, event)
+		return "", rk, nil, w.unkeyed(ctx, req, event)
 	case err != nil:
-		return "", nil, w.refuse(ctx, req, httprule.KeyAnswer(w.cfg.keyParts, err), "", err)
+		return "", rk, nil, w.refuse(ctx, req, httprule.KeyAnswer(w.cfg.keyParts, err), "", err)
 	}
 	if err := decode(); err != nil {
-		return "", nil, invalidBody(err)
+		return "", rk, nil, invalidBody(err)
 	}
-	return key, body, nil
+	return key, rk, body, nil
 }
 
 // requestKey returns the stored key of req, whose body (decoded where a
 // key source needs it) is body: its key sources' values (FindKey: by
-// default the Idempotency-Key header), hashed with the caller identity and
-// scoped by the invocation's tenant (ctx). The error wraps httprule.ErrNoKey
-// or core.ErrInvalidKey, or, for a caller an authorizer let through that the
-// request does not identify, ErrUnidentifiedCaller.
-func (c *config) requestKey(ctx context.Context, req httpRequest, body []byte) (string, error) {
-	rk, err := httprule.FindKey(c.keyParts, c.endpoint, req.headers, req.multi, body)
+// default the Idempotency-Key header; rk), hashed with the caller identity
+// and scoped by the invocation's tenant (ctx). The error wraps
+// httprule.ErrNoKey or core.ErrInvalidKey, or, for a caller an authorizer
+// let through that the request does not identify, ErrUnidentifiedCaller.
+func (c *config) requestKey(ctx context.Context, req httpRequest, body []byte) (key string, rk httprule.RequestKey, err error) {
+	rk, err = httprule.FindKey(c.keyParts, c.endpoint, req.headers, req.multi, body)
 	if err != nil {
-		return "", err
+		return "", rk, err
 	}
 	if req.unidentified != nil {
-		return "", req.unidentified
+		return "", rk, req.unidentified
 	}
-	key, err := rk.Stored(req.identity)
-	if err != nil {
-		return "", err
+	if key, err = rk.Stored(req.identity); err != nil {
+		return "", rk, err
 	}
 	key, _, err = tenantScoped(ctx, key)
-	return key, err
+	return key, rk, err
 }
 
 // unidentifiedDetail is the problem's detail for a caller an authorizer let

@@ -2,11 +2,15 @@ package idemlambda_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemgo/idem"
+	"github.com/idemgo/idem/core"
+	"github.com/idemgo/idem/internal/httprule"
 	idemlambda "github.com/idemgo/idem/lambda"
 )
 
@@ -70,5 +74,52 @@ func TestStoredKey(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("call %d: StoredKey = %q want %q", i, got[i], want[i])
 		}
+	}
+}
+
+// An HTTP wrapper gives its handler the request as it was keyed and
+// fingerprinted (httprule.RequestOf); a handler error marked
+// httprule.Answered comes with the handler's own response, which is
+// answered, and is the handler's outcome for the runner: here marked
+// core.MarkNoRecord and wrapping core.ErrKeyReused, it is key_reused and
+// leaves no record, so the next request runs the handler again.
+func TestHTTPHandlerSeam(t *testing.T) {
+	t.Parallel()
+	var verdicts []idem.Verdict
+	e := newEnv(t, idem.WithObserver(idem.ObserverFunc(func(_ context.Context, o idem.Observation) { verdicts = append(verdicts, o.Verdict) })))
+	ctx := e.ctx(t, time.Minute)
+	var seen []*httprule.Request
+	refuse := true
+	api, err := idemlambda.HTTPAPI(e.runner, func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		r, _ := httprule.RequestOf(ctx)
+		seen = append(seen, r)
+		if refuse {
+			refuse = false
+			return events.APIGatewayV2HTTPResponse{StatusCode: 422, Body: "refused"},
+				httprule.Answered(core.MarkNoRecord(fmt.Errorf("%w: by the handler", core.ErrKeyReused)))
+		}
+		return events.APIGatewayV2HTTPResponse{StatusCode: 202, Body: "started"}, nil
+	}, idemlambda.WithFingerprintSelection(core.IgnoreFields("at")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := withSub(v2Req("POST", "/orders", "k-1", `{"sku":"A1","at":1}`), "alice")
+	for i, want := range []string{"422 refused", "202 started", "202 started"} {
+		resp, err := api(ctx, req)
+		if got := fmt.Sprint(resp.StatusCode, " ", resp.Body); err != nil || got != want {
+			t.Errorf("request %d: %s (%v), want %s", i+1, got, err, want)
+		}
+	}
+	if fmt.Sprint(verdicts) != fmt.Sprint([]idem.Verdict{idem.KeyReused, idem.Executed, idem.Replayed}) {
+		t.Errorf("verdicts %v, want key_reused, executed, replayed", verdicts)
+	}
+	if len(seen) != 2 || seen[0] == nil {
+		t.Fatalf("the handler ran %d times (%v), want 2, each with the request", len(seen), seen)
+	}
+	r := seen[0]
+	doc, err := httprule.SelectedPayload(r.Method, r.Path, r.Body, r.Selection)
+	if err != nil || string(doc) != `{"method":"POST","path":"/orders","json":{"sku":"A1"}}` ||
+		fmt.Sprint(r.Key.Sources(), r.Identity) != "map[header:idempotency-key:k-1] [sub=alice]" {
+		t.Errorf("request %s (%v), key %v, identity %v", doc, err, r.Key.Sources(), r.Identity)
 	}
 }

@@ -26,20 +26,21 @@ const (
 
 // Problem type names, appended to TypeBase.
 const (
-	MissingKey       = "missing-idempotency-key" // 400
-	InvalidKey       = "invalid-idempotency-key" // 400
-	MissingKeySource = "missing-key-source"      // 400
-	InvalidKeySource = "invalid-key-source"      // 400
-	InvalidBody      = "invalid-body"            // 400
-	InvalidSignature = "invalid-signature"       // 401
-	BodyTooLarge     = "body-too-large"          // 413
-	InProgress       = "request-in-progress"     // 409
-	KeyReused        = "idempotency-key-reused"  // 422
-	RetriesExhausted = "retries-exhausted"       // 500
-	ResponseOmitted  = "response-not-replayable" // 500
-	StoreUnavailable = "store-unavailable"       // 503
-	CommitRefused    = "commit-refused"          // 503
-	Internal         = "internal-error"          // 500
+	MissingKey       = "missing-idempotency-key"   // 400
+	InvalidKey       = "invalid-idempotency-key"   // 400
+	MissingKeySource = "missing-key-source"        // 400
+	InvalidKeySource = "invalid-key-source"        // 400
+	InvalidBody      = "invalid-body"              // 400
+	InvalidSignature = "invalid-signature"         // 401
+	BodyTooLarge     = "body-too-large"            // 413
+	InProgress       = "request-in-progress"       // 409
+	KeyReused        = "idempotency-key-reused"    // 422
+	RetriesExhausted = "retries-exhausted"         // 500
+	ResponseOmitted  = "response-not-replayable"   // 500
+	StoreUnavailable = "store-unavailable"         // 503
+	CommitRefused    = "commit-refused"            // 503
+	StartUnavailable = "durable-start-unavailable" // 503 (package durable)
+	Internal         = "internal-error"            // 500
 )
 
 // Problem is an RFC 9457 problem details object, the body of the wrappers'
@@ -75,6 +76,7 @@ var specs = map[string]spec{
 	ResponseOmitted:  {http.StatusInternalServerError, "Response cannot be replayed", "This request succeeded earlier, but its response was not kept (too large, or streamed), so it cannot be replayed."},
 	StoreUnavailable: {http.StatusServiceUnavailable, "Service unavailable", "The idempotency store failed; retry."},
 	CommitRefused:    {http.StatusServiceUnavailable, "Request not committed", "The request ran, but the store refused to commit its outcome and kept nothing of it; retry with the same Idempotency-Key to run it again."},
+	StartUnavailable: {http.StatusServiceUnavailable, "Durable execution not started", "Lambda throttled or failed the start of this request's durable execution. Retry after the time in Retry-After: a retry starts at most one execution."},
 	Internal:         {http.StatusInternalServerError, "Internal error", ""},
 }
 

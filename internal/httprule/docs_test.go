@@ -94,10 +94,11 @@ func TestStatusTables(t *testing.T) {
 		}
 	}
 	for name := range specs {
-		if !named[name] && name != BodyTooLarge { // the net/http middleware's only
+		if !named[name] && name != BodyTooLarge && name != StartUnavailable { // the net/http middleware's and package durable's
 			t.Errorf("lambda.md's HTTP status table does not name problem %s", name)
 		}
 	}
+	checkDurableTable(t)
 
 	httpTable := section(t, readDoc(t, "docs/http.md"), "## The status table")
 	pairs := regexp.MustCompile("(\\d{3}) `([a-z-]+)`").FindAllStringSubmatch(httpTable, -1)
@@ -112,6 +113,29 @@ func TestStatusTables(t *testing.T) {
 	}
 	if !strings.Contains(httpTable, "with 413 for a body over the\nlimit") || specs[BodyTooLarge].status != 413 {
 		t.Errorf("http.md does not give 413 for %s as the code does (%d)", BodyTooLarge, specs[BodyTooLarge].status)
+	}
+}
+
+// checkDurableTable: the table of docs/durable.md that says what an HTTP dispatcher answers
+// for a start gives the status the code answers each problem with, and names the problems
+// only package durable answers.
+func checkDurableTable(t *testing.T) {
+	t.Helper()
+	named := map[string]bool{}
+	for _, row := range tableRows(section(t, readDoc(t, "docs/durable.md"), "## HTTP requests and webhooks")) {
+		p := regexp.MustCompile("problem `([a-z-]+)`").FindStringSubmatch(strings.Join(row, "|"))
+		if len(row) != 4 || p == nil {
+			continue
+		}
+		named[p[1]] = true
+		if s, ok := specs[p[1]]; !ok || !strings.HasPrefix(row[1], strconv.Itoa(s.status)) {
+			t.Errorf("durable.md row %q: problem %s with status %q, the code answers %d", row[0], p[1], row[1], s.status)
+		}
+	}
+	for _, name := range []string{StartUnavailable, BodyTooLarge, KeyReused} {
+		if !named[name] {
+			t.Errorf("durable.md's table of HTTP answers does not name problem %s", name)
+		}
 	}
 }
 

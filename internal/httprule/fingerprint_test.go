@@ -11,7 +11,9 @@ import (
 
 // FuzzFingerprintUnchanged checks that the one-pass fingerprint of a
 // request is exactly the fingerprint of its Payload, as the wrappers stored
-// it before, and fails where Payload fails.
+// it before, and fails where Payload fails; and, under a selection, of its
+// SelectedPayload (what a durable function started for the request
+// receives).
 func FuzzFingerprintUnchanged(f *testing.F) {
 	for _, s := range []struct{ method, path, body string }{
 		{"POST", "/orders", `{"b":1,"a":[true,null]}`},
@@ -22,6 +24,7 @@ func FuzzFingerprintUnchanged(f *testing.F) {
 		{"POST", "/p", `{"a":1,"a":2}`},
 		{"POST", "/p", strings.Repeat("[", httprule.MaxBodyDepth+1)},
 		{"POST", "/\u2028", `"\ud800"`},
+		{"POST", "/stripe", `{"id":"evt_1","pending_webhooks":2,"a":{"b":1,"c":[2]}}`},
 	} {
 		f.Add(s.method, s.path, []byte(s.body))
 	}
@@ -37,6 +40,12 @@ func FuzzFingerprintUnchanged(f *testing.F) {
 		want, werr := core.Fingerprint(p)
 		if werr != nil || err != nil || got != want {
 			t.Fatalf("%q %q %q: Fingerprint %q, %v; Payload %s fingerprints %q, %v", method, path, body, got, err, p, want, werr)
+		}
+		sel := core.IgnoreFields("pending_webhooks", "a.b")
+		got, err = httprule.Fingerprint(method, path, body, sel)
+		p, perr = httprule.SelectedPayload(method, path, body, sel)
+		if want, werr = core.Fingerprint(p); perr != nil || werr != nil || err != nil || got != want {
+			t.Fatalf("%q %q %q under %v: Fingerprint %q, %v; SelectedPayload %s (%v) fingerprints %q, %v", method, path, body, sel, got, err, p, perr, want, werr)
 		}
 	})
 }

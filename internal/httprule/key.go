@@ -2,6 +2,7 @@ package httprule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/idemgo/idem/core"
@@ -104,3 +105,62 @@ func CallPayload(ctx context.Context) (payload []byte, ok bool) {
 	payload, ok = ctx.Value(payloadCtx{}).([]byte)
 	return payload, ok
 }
+
+// Request is an HTTP request as a wrapper keyed and fingerprinted it, in
+// its handler's context (WithRequest), for a handler in this module that
+// passes the request on: package durable sends it to the durable function
+// it starts. A Request is not modified once in a context.
+type Request struct {
+	// Method and Path are the fingerprinted method and path.
+	Method, Path string
+	// Headers and Multi are the request's headers, single- and
+	// multi-valued (HeaderValues reads them).
+	Headers map[string]string
+	Multi   map[string][]string
+	// Body is the request's body, decoded from base64 if it was.
+	Body []byte
+	// Key is what the stored key is made of; Identity the caller identity
+	// that scopes it (labelled parts, none for an anonymous caller).
+	Key      RequestKey
+	Identity []string
+	// Selection is the selection of the body's fingerprint.
+	Selection core.Selection
+}
+
+type requestCtx struct{}
+
+// WithRequest returns ctx carrying r for the handler (see RequestOf).
+func WithRequest(ctx context.Context, r *Request) context.Context {
+	return context.WithValue(ctx, requestCtx{}, r)
+}
+
+// RequestOf returns the request WithRequest put in ctx: ok is false if
+// there is none (outside an HTTP wrapper's handler, or in one run unkeyed).
+func RequestOf(ctx context.Context) (r *Request, ok bool) {
+	r, ok = ctx.Value(requestCtx{}).(*Request)
+	return r, ok && r != nil
+}
+
+// Answered marks err, the error a handler in this module returns beside a
+// response of its own: the wrapper answers that response, where it would
+// answer a handler's error with a 500 problem, and gives the runner err as
+// the handler's outcome instead of a retryable failure (package durable
+// answers Lambda's refusal of a start 422, with err wrapping
+// core.ErrKeyReused and marked core.MarkNoRecord). Answered(nil) is nil.
+func Answered(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &answeredError{err}
+}
+
+// IsAnswered reports whether err was marked by Answered.
+func IsAnswered(err error) bool {
+	var a *answeredError
+	return errors.As(err, &a)
+}
+
+type answeredError struct{ err error }
+
+func (e *answeredError) Error() string { return e.err.Error() }
+func (e *answeredError) Unwrap() error { return e.err }

@@ -27,6 +27,14 @@ const MaxBodyDepth = core.MaxDepth - 1
 // is left out. The error, for a body that opens with '[' or '{' and nests
 // arrays and objects deeper than MaxBodyDepth, wraps core.ErrInvalidPayload.
 func Payload(method, path string, body []byte) ([]byte, error) {
+	return SelectedPayload(method, path, body, core.Selection{})
+}
+
+// SelectedPayload is Payload with a JSON body under sel (only the part sel
+// covers): the document whose fingerprint Fingerprint computes under sel.
+// The errors are Payload's, and a selected field absent from a JSON body
+// (core.ErrFieldAbsent); all wrap core.ErrInvalidPayload.
+func SelectedPayload(method, path string, body []byte, sel core.Selection) ([]byte, error) {
 	if nestsDeeper(body, MaxBodyDepth) {
 		return nil, fmt.Errorf("%w: body nests arrays and objects deeper than %d", core.ErrInvalidPayload, MaxBodyDepth)
 	}
@@ -37,10 +45,17 @@ func Payload(method, path string, body []byte) ([]byte, error) {
 		Text   *string         `json:"text,omitempty"`
 		Base64 []byte          `json:"base64,omitempty"`
 	}{Method: method, Path: path}
-	switch c := jsonCanonical(body); {
+	var c []byte
+	var cerr error
+	if len(body) > 0 {
+		c, cerr = sel.Canonicalize(body)
+	}
+	switch {
 	case len(body) == 0:
-	case c != nil:
+	case cerr == nil:
 		p.JSON = c
+	case errors.Is(cerr, core.ErrFieldAbsent) || errors.Is(cerr, core.ErrInvalidSelection):
+		return nil, cerr
 	case utf8.Valid(body):
 		s := string(body)
 		p.Text = &s
@@ -136,14 +151,3 @@ func Fingerprint(method, path string, body []byte, sel core.Selection) (string, 
 var docPool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledDoc = 256 << 10
-
-func jsonCanonical(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	c, err := core.Canonicalize(b)
-	if err != nil {
-		return nil
-	}
-	return c
-}

@@ -159,6 +159,20 @@ func FindKey(parts []KeyPart, endpoint string, headers map[string]string, multi 
 	return RequestKey{labels: labels}, nil
 }
 
+// Sources returns the values the key is made of, by source: the
+// Idempotency-Key header's as "header:idempotency-key"; else "endpoint" and
+// each configured part's, as "header:<lower-case name>" or "field:<path>".
+func (k RequestKey) Sources() map[string]string {
+	if k.labels == nil {
+		return map[string]string{"header:" + strings.ToLower(HeaderIdempotencyKey): k.header}
+	}
+	m := make(map[string]string, len(k.labels)/2)
+	for i := 0; i+1 < len(k.labels); i += 2 {
+		m[k.labels[i]] = k.labels[i+1]
+	}
+	return m
+}
+
 // Stored returns the stored key, hashed with the caller identity (labelled
 // parts such as "sub=..."; none means anonymous): Key of the Idempotency-Key
 // header's value, or for configured parts the endpoint and their names and

@@ -39,6 +39,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -58,7 +59,8 @@ type Fault int
 
 // The faults.
 const (
-	// Throttle: 429 TooManyRequestsException, Retry-After: 1.
+	// Throttle: 429 TooManyRequestsException, with Retry-After (1 second
+	// unless SetRetryAfter says otherwise).
 	Throttle Fault = iota + 1
 	// ServiceError: 500 ServiceException.
 	ServiceError
@@ -93,6 +95,7 @@ type Server struct {
 	now        time.Time
 	retention  time.Duration
 	maxPayload int
+	retryAfter int
 	executions map[string]*execution
 	faults     []Fault
 	log        []Invocation
@@ -102,7 +105,7 @@ type Server struct {
 // Start starts a server on 127.0.0.1 with the defaults; Close stops it.
 func Start() *Server {
 	s := &Server{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), retention: DefaultRetention,
-		maxPayload: DefaultMaxPayload, executions: map[string]*execution{}}
+		maxPayload: DefaultMaxPayload, retryAfter: 1, executions: map[string]*execution{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -113,6 +116,10 @@ func (s *Server) Close() { s.srv.Close() }
 
 // SetMaxPayload sets the payload limit (default DefaultMaxPayload).
 func (s *Server) SetMaxPayload(n int) { s.mu.Lock(); s.maxPayload = n; s.mu.Unlock() }
+
+// SetRetryAfter sets the Retry-After, in seconds, of a throttled request
+// (default 1).
+func (s *Server) SetRetryAfter(seconds int) { s.mu.Lock(); s.retryAfter = seconds; s.mu.Unlock() }
 
 // Fail queues faults: each answers the next request in its place.
 func (s *Server) Fail(faults ...Fault) {
@@ -174,9 +181,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	inv.Status = status
 	s.log = append(s.log, inv)
+	retryAfter := s.retryAfter
 	s.mu.Unlock()
 	if errType != "" {
-		writeError(w, status, errType, msg)
+		writeError(w, status, errType, msg, retryAfter)
 		return
 	}
 	w.Header().Set("X-Amz-Durable-Execution-Arn", inv.ARN)
@@ -307,14 +315,14 @@ func arnOf(fn string) string {
 }
 
 // writeError answers an exception as Lambda does.
-func writeError(w http.ResponseWriter, status int, errType, msg string) {
+func writeError(w http.ResponseWriter, status int, errType, msg string, retryAfter int) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Amzn-ErrorType", errType)
 	body := map[string]string{"Type": "User", "message": msg}
 	switch errType {
 	case "TooManyRequestsException":
-		h.Set("Retry-After", "1")
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
 		body["Reason"] = "ReservedFunctionConcurrentInvocationLimitExceeded"
 	case "ServiceException":
 		body = map[string]string{"Type": "Service", "Message": msg}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -48,12 +49,40 @@ type Invoker interface {
 }
 
 // Dispatcher starts the durable executions of one durable function: the
-// handler that New's wrappers (SQS, SNS, Kinesis, DynamoDBStream, Typed) run
-// for each event. A Dispatcher is immutable and safe for concurrent use; its
-// zero value is not usable: create one with New.
+// handler that the wrappers (SQS, SNS, Kinesis, DynamoDBStream, Typed, and
+// for HTTP requests HTTPAPI, RESTAPI, FunctionURL, ALB) run for each event.
+// A Dispatcher is immutable and safe for concurrent use; its zero value is
+// not usable: create one with New.
 type Dispatcher struct {
 	client   Invoker
 	function string
+	forward  []string // WithForwardedHeaders
+}
+
+// An Option configures a Dispatcher (New).
+type Option func(*Dispatcher) error
+
+// WithForwardedHeaders names request headers (looked up
+// case-insensitively) that the HTTP wrappers send to the durable function
+// beside the request, under "headers" (see the package documentation):
+// what the function needs to act on a request that neither its body nor
+// its key says, such as GitHub's X-GitHub-Event or Shopify's
+// X-Shopify-Topic and X-Shopify-Shop-Domain. Forward only headers the
+// sender keeps on every delivery of one event: Lambda compares payloads
+// whole, so a header that changed (a timestamp, a signature, a user agent)
+// makes a redelivery another payload, refused 422 key_reused. Never a
+// credential (Authorization, a signature): the durable function's input
+// is kept in its execution history. The batch wrappers ignore it.
+func WithForwardedHeaders(names ...string) Option {
+	return func(d *Dispatcher) error {
+		for _, n := range names {
+			if _, err := httprule.HeaderPart(n); err != nil {
+				return fmt.Errorf("durable: WithForwardedHeaders: %w", err)
+			}
+			d.forward = append(d.forward, strings.ToLower(n))
+		}
+		return nil
+	}
 }
 
 // qualifiedARN is a Lambda function ARN with a version or alias: durable
@@ -64,14 +93,24 @@ var qualifiedARN = regexp.MustCompile(`^arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{1
 // functionARN through client. functionARN must be the function's qualified
 // ARN, with a version or an alias (arn:aws:lambda:REGION:ACCOUNT:function:
 // NAME:ALIAS): Lambda invokes a durable function only by a qualified ARN.
-func New(client Invoker, functionARN string) (*Dispatcher, error) {
+// A bad option is an error.
+func New(client Invoker, functionARN string, opts ...Option) (*Dispatcher, error) {
 	if client == nil {
 		return nil, errors.New("durable: nil Lambda client")
 	}
 	if !qualifiedARN.MatchString(functionARN) {
 		return nil, fmt.Errorf("durable: %q is not a qualified function ARN: give arn:aws:lambda:REGION:ACCOUNT:function:NAME:VERSION-OR-ALIAS", functionARN)
 	}
-	return &Dispatcher{client: client, function: functionARN}, nil
+	d := &Dispatcher{client: client, function: functionARN}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("durable: nil Option")
+		}
+		if err := o(d); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // FunctionARN returns the qualified ARN of the durable function.
@@ -98,9 +137,9 @@ type Started struct {
 	ExecutionARN string `json:"durable_execution_arn"`
 }
 
-// start is the handler of every wrapper: it sends the call's payload
-// (httprule.CallPayload) to the durable function under the execution name
-// of the call's stored key, and returns Started as JSON.
+// start is the handler of the batch wrappers and Typed: it sends the
+// call's payload (httprule.CallPayload) to the durable function under the
+// execution name of the call's stored key, and returns Started as JSON.
 func (d *Dispatcher) start(ctx context.Context) ([]byte, error) {
 	key, ok := httprule.StoredKey(ctx)
 	if !ok {
@@ -111,6 +150,17 @@ func (d *Dispatcher) start(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, core.MarkPermanent(err)
 	}
+	s, err := d.invoke(ctx, key, payload)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
+}
+
+// invoke starts the execution of the event whose stored key is key,
+// giving it payload: one asynchronous Invoke of the durable function under
+// ExecutionName(key). The error is invokeError's.
+func (d *Dispatcher) invoke(ctx context.Context, key string, payload []byte) (Started, error) {
 	name := ExecutionName(key)
 	out, err := d.client.Invoke(ctx, &lambda.InvokeInput{
 		FunctionName:         aws.String(d.function),
@@ -119,9 +169,9 @@ func (d *Dispatcher) start(ctx context.Context) ([]byte, error) {
 		Payload:              payload,
 	})
 	if err != nil {
-		return nil, invokeError(name, err)
+		return Started{}, invokeError(name, err)
 	}
-	return json.Marshal(Started{ExecutionName: name, ExecutionARN: aws.ToString(out.DurableExecutionArn)})
+	return Started{ExecutionName: name, ExecutionARN: aws.ToString(out.DurableExecutionArn)}, nil
 }
 
 // invokePayload is what the durable function receives for a payload: its
@@ -137,10 +187,15 @@ func invokePayload(raw []byte) ([]byte, error) {
 	case err != nil:
 		payload = core.AppendJSONString(nil, raw)
 	}
+	return payload, checkSize(payload)
+}
+
+// checkSize refuses a payload larger than MaxPayload.
+func checkSize(payload []byte) error {
 	if len(payload) > MaxPayload {
-		return nil, fmt.Errorf("%w: %w: %d bytes, at most %d (Lambda's asynchronous invocation limit)", core.ErrInvalidPayload, ErrPayloadTooLarge, len(payload), MaxPayload)
+		return fmt.Errorf("%w: %w: %d bytes, at most %d (Lambda's asynchronous invocation limit)", core.ErrInvalidPayload, ErrPayloadTooLarge, len(payload), MaxPayload)
 	}
-	return payload, nil
+	return nil
 }
 
 // invokeError translates Invoke's error for the runner: another payload

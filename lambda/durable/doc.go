@@ -1,7 +1,8 @@
 // Package durable starts one AWS Lambda durable execution per business event:
 // a dispatcher, a regular function behind an event source (SQS, SNS, Kinesis,
-// DynamoDB Streams, an EventBridge rule, a direct invocation), that invokes a
-// durable function asynchronously with the event's own execution name.
+// DynamoDB Streams, an EventBridge rule, a direct invocation, an HTTP request
+// such as a webhook delivery), that invokes a durable function asynchronously
+// with the event's own execution name.
 //
 // An event source mapping starts a new durable execution on every delivery,
 // retries included. Lambda deduplicates starts by execution name instead: an
@@ -32,6 +33,28 @@
 // events longer than the function's retention, replaying every redelivery
 // without an Invoke, and a fingerprint selection (a re-published event whose
 // timestamp changed is the same event; Lambda compares payloads whole).
+//
+// HTTPAPI, RESTAPI, FunctionURL and ALB are idemlambda's HTTP wrappers in the
+// same way: with idemlambda.WithWebhook and idemlambda.WithEndpoint, a
+// sender's signature is verified before anything and its delivery id is the
+// key; without, the Idempotency-Key header, scoped by the caller.
+//
+//	d, err := durable.New(client, arn, durable.WithForwardedHeaders("X-GitHub-Event"))
+//	handler, err := durable.FunctionURL(runner, d,
+//		idemlambda.WithEndpoint("github-builds"), idemlambda.WithWebhook(webhook.GitHub(secret)))
+//
+// The durable function receives a JSON object: "request", the request as
+// fingerprinted (method, path, and the body under the wrapper's selection, as
+// "json", "text" or "base64"); "key", the values the key is made of (the
+// endpoint and the sender's delivery id, or the Idempotency-Key); "caller",
+// the caller identity that scopes the key, if any; and "headers", those of
+// WithForwardedHeaders. A start is answered 202 Accepted with Started as
+// JSON, recorded, and replayed to a duplicate marked Idempotent-Replayed:
+// true. A start that failed is answered in the handler's place and leaves
+// no record, so that Lambda stays the judge of the next delivery: another
+// payload under the name 422 (key_reused), a payload over MaxPayload 413
+// (invalid_payload), throttling and 5xx 503 with Retry-After, any other
+// Lambda error 500 (both failed_transiently, for the sender to retry).
 //
 // Verdicts: a start Lambda accepts is executed (for a redelivery the runner
 // has no memory of, Lambda's answer does not say whether it started the

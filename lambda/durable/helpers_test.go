@@ -55,7 +55,7 @@ func newRig(t *testing.T) *rig {
 // sandbox is one dispatcher sandbox: a runner over its own memory (no
 // table), with a fake clock, that records every call's observation.
 type sandbox struct {
-	store  *memstore.Store
+	store  idem.Store
 	runner *idem.Runner
 	mu     sync.Mutex
 	seen   []idem.Observation
@@ -63,8 +63,14 @@ type sandbox struct {
 
 func newSandbox(t *testing.T, opts ...idem.Option) *sandbox {
 	t.Helper()
+	return newSandboxOver(t, memstore.New(), opts...)
+}
+
+// newSandboxOver is newSandbox with its runner over store.
+func newSandboxOver(t *testing.T, store idem.Store, opts ...idem.Option) *sandbox {
+	t.Helper()
 	clock := fakeclock.New(fixedNow)
-	s := &sandbox{store: memstore.New()}
+	s := &sandbox{store: store}
 	base := []idem.Option{
 		idem.WithClock(clock.Now), idem.WithSleep(clock.Sleep), idem.WithRand(func() float64 { return 0 }),
 		idem.WithObserver(idem.ObserverFunc(func(_ context.Context, o idem.Observation) {

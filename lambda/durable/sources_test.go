@@ -12,6 +12,7 @@ import (
 	"github.com/idemgo/idem/core"
 	idemlambda "github.com/idemgo/idem/lambda"
 	"github.com/idemgo/idem/lambda/durable"
+	"github.com/idemgo/idem/webhook"
 )
 
 // Kinesis and DynamoDB Streams: a record delivered again (a retried batch,
@@ -209,5 +210,34 @@ func TestNew(t *testing.T) {
 	}
 	if _, err := durable.SQS(newSandbox(t).runner, "fulfil", idemlambda.KeyFromMessageID(), nil); err == nil {
 		t.Error("SQS(nil dispatcher): no error")
+	}
+	for _, c := range []struct {
+		name string
+		opt  durable.Option
+		ok   bool
+	}{
+		{"forwarded headers", durable.WithForwardedHeaders("X-GitHub-Event", "x-shopify-topic"), true},
+		{"no forwarded header", durable.WithForwardedHeaders(), true},
+		{"a header name with a colon", durable.WithForwardedHeaders("X-GitHub-Event:"), false},
+		{"an empty header name", durable.WithForwardedHeaders(""), false},
+		{"nil", nil, false},
+	} {
+		if _, err := durable.New(lambdaClient(r), fulfilARN, c.opt); (err == nil) != c.ok {
+			t.Errorf("%s: New = %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+	runner := newSandbox(t).runner
+	for name, build := range map[string]func() error{
+		"HTTPAPI":     func() error { _, err := durable.HTTPAPI(runner, nil); return err },
+		"RESTAPI":     func() error { _, err := durable.RESTAPI(runner, nil); return err },
+		"FunctionURL": func() error { _, err := durable.FunctionURL(runner, nil); return err },
+		"ALB":         func() error { _, err := durable.ALB(runner, nil); return err },
+	} {
+		if build() == nil {
+			t.Errorf("%s(nil dispatcher): no error", name)
+		}
+	}
+	if _, err := durable.HTTPAPI(runner, r.d, idemlambda.WithWebhook(webhook.GitHub("s"))); err == nil {
+		t.Error("HTTPAPI with a webhook and no endpoint: no error")
 	}
 }

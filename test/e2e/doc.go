@@ -10,6 +10,10 @@
 // dead-letter queue on an SQS-API server (moto): duplicates, redeliveries
 // after the visibility timeout, the redrive policy (template.yaml's, where a
 // test says so: the source's limit is the limit), a release and a redrive.
+// The durable functions' dispatchers (examples/durable/dispatcher, fed by
+// SQS, and testdata/durable-webhook, a GitHub webhook's behind a function
+// URL) invoke a local Lambda Invoke API (internal/invokeserver) through
+// AWS_ENDPOINT_URL_LAMBDA.
 //
 // They need AWS_ENDPOINT_URL_DYNAMODB (the DynamoDB endpoint), IDEM_RIE (the
 // aws-lambda-rie binary) and, for the queue tests, AWS_ENDPOINT_URL_SQS,

@@ -88,6 +88,10 @@ var functionPkgs = map[string]string{
 	"orders-consumer": "./examples/orders/cmd/orders-consumer",
 	"orders-stream":   "./examples/orders/cmd/orders-stream",
 	"kinesis-ledger":  "./test/e2e/testdata/kinesis-ledger",
+	// The durable functions' dispatchers: the example's, fed by SQS, and a
+	// GitHub webhook's behind a function URL.
+	"durable-dispatcher": "./examples/durable/dispatcher",
+	"durable-webhook":    "./test/e2e/testdata/durable-webhook",
 }
 
 func TestMain(m *testing.M) {
@@ -198,17 +202,7 @@ func (s *stack) start(name string) *devserver.RIE {
 // sends its messages to the stack's fake SQS.
 func (s *stack) startWith(name string, timeout int, hooks bool) *devserver.RIE {
 	s.t.Helper()
-	bin, ok := bins[name]
-	if !ok {
-		s.t.Fatalf("no function %q", name)
-	}
-	r, err := devserver.StartRIE(s.t.Context(), s.rie, bin, []string{
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", timeout),
-		"AWS_LAMBDA_FUNCTION_NAME=" + name,
-		// What Lambda sets for template.yaml's LoggingConfig (LogFormat: JSON, the
-		// default ApplicationLogLevel), which the functions' default logger follows.
-		"AWS_LAMBDA_LOG_FORMAT=JSON",
-		"AWS_LAMBDA_LOG_LEVEL=INFO",
+	return runFunction(s.t, s.rie, name, timeout, []string{
 		orders.EnvIdemTable + "=" + s.idemTable,
 		orders.EnvOrdersTable + "=" + s.ordersTable,
 		orders.EnvLedgerTable + "=" + s.ledgerTable,
@@ -219,12 +213,31 @@ func (s *stack) startWith(name string, timeout int, hooks bool) *devserver.RIE {
 		orders.EnvSafetyMargin + "=500ms",
 		orders.EnvTestHooks + "=" + strconv.FormatBool(hooks),
 	})
-	if err != nil {
-		s.t.Fatal(err)
+}
+
+// runFunction runs the bootstrap of the function name under its own RIE
+// instance (rie), with a timeout of timeout seconds, JSON logs at INFO and
+// env; the test's cleanup stops it, showing its log if the test failed.
+func runFunction(t *testing.T, rie, name string, timeout int, env []string) *devserver.RIE {
+	t.Helper()
+	bin, ok := bins[name]
+	if !ok {
+		t.Fatalf("no function %q", name)
 	}
-	s.t.Cleanup(func() {
-		if s.t.Failed() {
-			s.t.Logf("%s log:\n%s", name, r.Log())
+	r, err := devserver.StartRIE(t.Context(), rie, bin, append([]string{
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", timeout),
+		"AWS_LAMBDA_FUNCTION_NAME=" + name,
+		// What Lambda sets for template.yaml's LoggingConfig (LogFormat: JSON, the
+		// default ApplicationLogLevel), which the functions' default logger follows.
+		"AWS_LAMBDA_LOG_FORMAT=JSON",
+		"AWS_LAMBDA_LOG_LEVEL=INFO",
+	}, env...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, r.Log())
 		}
 		r.Stop()
 	})
