@@ -3,8 +3,10 @@ package ddbstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,5 +218,74 @@ func TestSweepInputs(t *testing.T) {
 	}
 	if _, err := store.ScanExpired(context.Background(), ddbstore.ListInput{Status: core.StatusFailed}, time.Now()); err == nil {
 		t.Error("ScanExpired with a status: no error")
+	}
+}
+
+// In a table shared with other items (single-table layouts: a fixed sort
+// key value, a sort key computed from the key), each store's sweep finds
+// its own records and step items past retention, and never an item of the
+// application's whose TTL attribute has passed in the same partition.
+func TestSweepSharedTable(t *testing.T) {
+	integration(t)
+	f := newFixture(t, singleTable("orders#", "idempotency#")...)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Second)
+	base := now.Add(-72 * time.Hour)
+	for name, opts := range map[string][]ddbstore.Option{"fixed sort key": singleTable("orders#", "idempotency#"), "sort by key": sortByKey()} {
+		t.Run(name, func(t *testing.T) {
+			s, err := ddbstore.New(f.client, f.table, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := "evt:" + strings.ReplaceAll(name, " ", "-")
+			rec := core.Reserve(key, fp, "tok", nil, base, base.Add(time.Minute), time.Hour)
+			if err := s.Reserve(ctx, rec, nil, base); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordStep(ctx, key, "tok", core.Step{Name: "charge", Result: []byte(`1`)}, base.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			pk := "orders#" + key
+			if name == "sort by key" {
+				pk = key
+			}
+			for _, sk := range []string{"order#meta", "idempotency#other"} {
+				_, err := f.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.table), Item: map[string]types.AttributeValue{
+					"PK": str(pk), "SK": str(sk), "ttl": numAttr(1000)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var mine []string
+			for next := ""; ; {
+				page, err := s.ScanExpired(ctx, ddbstore.ListInput{Next: next}, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range page.Items {
+					if e.Key != key {
+						continue // the other layout's
+					}
+					mine = append(mine, fmt.Sprintf("%s step=%v", e.Key, e.Step))
+					if err := s.DeleteExpired(ctx, e, now); err != nil {
+						t.Errorf("DeleteExpired(%s, step %v) = %v", e.Key, e.Step, err)
+					}
+				}
+				if next = page.Next; next == "" {
+					break
+				}
+			}
+			slices.Sort(mine)
+			if want := []string{key + " step=false", key + " step=true"}; !slices.Equal(mine, want) {
+				t.Errorf("swept %v, want %v", mine, want)
+			}
+			for _, sk := range []string{"order#meta", "idempotency#other"} {
+				out, err := f.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(f.table), ConsistentRead: aws.Bool(true),
+					Key: map[string]types.AttributeValue{"PK": str(pk), "SK": str(sk)}})
+				if err != nil || len(out.Item) == 0 {
+					t.Errorf("the application's item %s/%s is gone (%v)", pk, sk, err)
+				}
+			}
+		})
 	}
 }
