@@ -9,7 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
@@ -19,7 +21,9 @@ import (
 // units are whole capacity units.
 func units(u float64) int { return int(u) }
 
-// capture is a ddbstore.API that records the size of every item put.
+// capture is a ddbstore.API that records the size of every item written:
+// an item put, and the item an update leaves (a first execution's
+// reservation is one UpdateItem, whose input holds no item), read back.
 type capture struct {
 	ddbstore.API
 	mu    sync.Mutex
@@ -27,10 +31,27 @@ type capture struct {
 }
 
 func (c *capture) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	c.mu.Lock()
-	c.sizes = append(c.sizes, capacity.Size(capacity.FromItem(in.Item)))
-	c.mu.Unlock()
+	c.record(in.Item)
 	return c.API.PutItem(ctx, in, opts...)
+}
+
+func (c *capture) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.API.UpdateItem(ctx, in, opts...)
+	if err != nil {
+		return out, err
+	}
+	got, err := c.API.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("reading back the updated item: %w", err)
+	}
+	c.record(got.Item)
+	return out, nil
+}
+
+func (c *capture) record(item map[string]types.AttributeValue) {
+	c.mu.Lock()
+	c.sizes = append(c.sizes, capacity.Size(capacity.FromItem(item)))
+	c.mu.Unlock()
 }
 
 func (c *capture) take() []int {
@@ -126,7 +147,7 @@ func itemSizes(ctx context.Context, client *dynamodb.Client) ([]itemSizeRow, err
 				}
 				sizes := capt.take()
 				if len(sizes) != 2 {
-					return nil, fmt.Errorf("%d puts for a first execution, want 2", len(sizes))
+					return nil, fmt.Errorf("%d writes for a first execution, want 2 (a reservation and a completion)", len(sizes))
 				}
 				compName := "gzip above 4096 B (default)"
 				if comp == "off" {
