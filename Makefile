@@ -159,7 +159,7 @@ else
 	$(TESTENV) -server moto -- $(GO) test -race -count=1 $(call existing,$(MOTO_PKGS))
 endif
 	@mkdir -p $(CACHE)
-	$(GO) test -count=1 -run '^TestSim$$' -v ./internal/sim >$(CACHE)/sim.out 2>&1; st=$$?; \
+	$(GO) test -count=1 -run '^(TestSim|TestRegionsTable)$$' -v ./internal/sim >$(CACHE)/sim.out 2>&1; st=$$?; \
 		grep -E '^(---|ok|FAIL)|deliveries|violated' $(CACHE)/sim.out; exit $$st
 	$(TESTENV) -server moto -- $(GO) test -count=1 -run '^TestSimDynamoAll$$' -v ./internal/sim -sim.n=1000 >$(CACHE)/sim-moto.out 2>&1; st=$$?; \
 		grep -E '^(---|ok|FAIL)|deliveries|violated' $(CACHE)/sim-moto.out; exit $$st

@@ -151,29 +151,48 @@ func (s *Store) List(ctx context.Context, in ListInput) (ListPage, error) {
 	if err := ctx.Err(); err != nil {
 		return ListPage{}, err
 	}
-	client, err := s.admin(op)
-	if err != nil {
-		return ListPage{}, err
-	}
 	scan, err := s.scanInput(in)
 	if err != nil {
 		return ListPage{}, &Error{Op: op, Table: s.table, Err: err}
 	}
-	out, err := client.Scan(ctx, scan)
+	out, sp, err := s.scan(ctx, op, scan)
 	if err != nil {
-		return ListPage{}, translateErr(op, s.table, err).err
+		return ListPage{}, err
 	}
-	page := ListPage{Scanned: int(out.ScannedCount), Records: make([]core.Record, 0, len(out.Items))}
-	if c := out.ConsumedCapacity; c != nil {
-		page.ConsumedRCU = aws.ToFloat64(c.CapacityUnits)
-	}
+	page := ListPage{Scanned: sp.scanned, ConsumedRCU: sp.rcu, Next: sp.next, Records: make([]core.Record, 0, len(out.Items))}
 	s.collect(&page, out.Items)
+	return page, nil
+}
+
+// scanPage is what every page of a scan reports: its continuation token
+// (empty at the table's end), the items evaluated and the read capacity
+// consumed.
+type scanPage struct {
+	next    string
+	scanned int
+	rcu     float64
+}
+
+// scan makes one Scan through the store's AdminAPI.
+func (s *Store) scan(ctx context.Context, op string, in *dynamodb.ScanInput) (*dynamodb.ScanOutput, scanPage, error) {
+	client, err := s.admin(op)
+	if err != nil {
+		return nil, scanPage{}, err
+	}
+	out, err := client.Scan(ctx, in)
+	if err != nil {
+		return nil, scanPage{}, translateErr(op, s.table, err).err
+	}
+	sp := scanPage{scanned: int(out.ScannedCount)}
+	if c := out.ConsumedCapacity; c != nil {
+		sp.rcu = aws.ToFloat64(c.CapacityUnits)
+	}
 	if len(out.LastEvaluatedKey) > 0 {
-		if page.Next, err = s.token(out.LastEvaluatedKey); err != nil {
-			return ListPage{}, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+		if sp.next, err = s.token(out.LastEvaluatedKey); err != nil {
+			return nil, scanPage{}, core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
 		}
 	}
-	return page, nil
+	return out, sp, nil
 }
 
 // collect decodes the store's own items into page's records, counting the
@@ -280,13 +299,18 @@ func (s *Store) scanInput(in ListInput) (*dynamodb.ScanInput, error) {
 // usable (not being created or deleted) and has the key schema a Store
 // configured with opts expects: a string partition key named as configured
 // and, with WithSortKey or WithSortKeyFunc, a string sort key named as
-// configured, else no sort key. It returns nil, or an *Error wrapping a
-// *SchemaError (ErrSchemaMismatch, with the options that fix it),
-// ErrTableNotFound or, for the call's own failures, the sentinel it
-// translates to (ErrAccessDenied, ErrThrottled, ...). Tools call it before
-// they use a table they did not create; a store checks its own with
-// Store.CheckTable. The TTL attribute cannot be checked this way
-// (DescribeTable does not report it).
+// configured, else no sort key. It also reads the table's replicas and
+// consistency mode: a global table in multi-Region eventual consistency
+// (MREC) is refused (ErrEventualGlobalTable) unless opts has
+// WithHomeRegion or WithReplicationWindowAccepted, and with WithHomeRegion
+// the replica the client reaches must be the home Region's
+// (ErrNotHomeRegion); docs/multi-region.md explains both. It returns nil,
+// or an *Error wrapping a *SchemaError (ErrSchemaMismatch, with the
+// options that fix it), a *GlobalTableError, ErrTableNotFound or, for the
+// call's own failures, the sentinel it translates to (ErrAccessDenied,
+// ErrThrottled, ...). Tools call it before they use a table they did not
+// create; a store checks its own with Store.CheckTable. The TTL attribute
+// cannot be checked this way (DescribeTable does not report it).
 func CheckTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, opts ...Option) error {
 	if client == nil {
 		return errors.New("ddbstore: nil client")
@@ -295,29 +319,34 @@ func CheckTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, tab
 	if err != nil {
 		return err
 	}
-	_, err = checkTable(ctx, client, table, &o.layout)
+	_, _, err = checkTable(ctx, client, table, &o)
 	return err
 }
 
-// checkTable describes table and checks it for l: it returns the table's
-// description, and the error CheckTable describes.
-func checkTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, l *layout, optFns ...func(*dynamodb.Options)) (*types.TableDescription, error) {
+// checkTable describes table and checks it for o: it returns the table's
+// description, whether it is a global table in strong consistency
+// (MRSC), and the error CheckTable describes.
+func checkTable(ctx context.Context, client dynamodb.DescribeTableAPIClient, table string, o *options, optFns ...func(*dynamodb.Options)) (*types.TableDescription, bool, error) {
 	const op = "check table"
 	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, optFns...)
 	if err != nil {
-		return nil, translateErr(op, table, err).err
+		return nil, false, translateErr(op, table, err).err
 	}
 	if out.Table == nil {
-		return nil, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: DescribeTable returned no table", ErrTableNotFound)})
+		return nil, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: DescribeTable returned no table", ErrTableNotFound)})
 	}
 	switch st := out.Table.TableStatus; st {
 	case types.TableStatusCreating, types.TableStatusDeleting, types.TableStatusArchiving, types.TableStatusArchived:
-		return out.Table, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: table is %s", ErrTableNotFound, st)})
+		return out.Table, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: fmt.Errorf("%w: table is %s", ErrTableNotFound, st)})
 	}
-	if m := l.mismatch(table, out.Table); m != nil {
-		return out.Table, core.MarkPermanent(&Error{Op: op, Table: table, Err: m})
+	if m := o.mismatch(table, out.Table); m != nil {
+		return out.Table, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: m})
 	}
-	return out.Table, nil
+	strong, g := o.repl.check(table, out.Table)
+	if g != nil {
+		return out.Table, false, core.MarkPermanent(&Error{Op: op, Table: table, Err: g})
+	}
+	return out.Table, strong, nil
 }
 
 // describeSchema names a table's key attributes, roles and types, as in

@@ -112,8 +112,10 @@ func (e *SchemaError) Unwrap() []error {
 // reports Transient) and permanent ones with core.MarkPermanent; an *Error is
 // found inside the mark with errors.As.
 type Error struct {
-	// Op is the operation: "reserve", "complete", "get", "create table",
-	// or one of the operator methods' "release", "list" and "check table".
+	// Op is the operation: "reserve", "complete", "get", "stage" (a
+	// staged write refused before the commit), "create table", or one of
+	// the operator methods' "release", "list", "check table", "sweep" and
+	// "delete expired".
 	Op string
 	// Table is the table's name.
 	Table string

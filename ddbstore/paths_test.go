@@ -119,6 +119,26 @@ type pathEnv struct {
 	n     int
 }
 
+// expired returns k's record (or, with step, its step item) as a sweep at
+// now finds it past retention.
+func (e *pathEnv) expired(k string, step bool, now time.Time) ddbstore.Expired {
+	e.t.Helper()
+	for next := ""; ; {
+		page, err := e.store.ScanExpired(context.Background(), ddbstore.ListInput{Next: next}, now)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			if it.Key == k && it.Step == step {
+				return it
+			}
+		}
+		if next = page.Next; next == "" {
+			e.t.Fatalf("no item of %s (step %v) past retention at %v", k, step, now)
+		}
+	}
+}
+
 func (e *pathEnv) key() string {
 	e.n++
 	return fmt.Sprintf("path:%d", e.n)
@@ -364,7 +384,26 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 	"List: one page (idem list)": func(e *pathEnv) []pathCall {
 		return []pathCall{func() error { _, err := e.store.List(context.Background(), ddbstore.ListInput{Limit: 1}); return err }}
 	},
-	"CheckTable: the table's key schema, at cold start": func(e *pathEnv) []pathCall {
+	"ScanExpired: one page of a sweep (idem sweep, idem-sweep)": func(e *pathEnv) []pathCall {
+		return []pathCall{func() error {
+			_, err := e.store.ScanExpired(context.Background(), ddbstore.ListInput{Limit: 1}, e.at(0))
+			return err
+		}}
+	},
+	"DeleteExpired: a record past retention": func(e *pathEnv) []pathCall {
+		k := e.key()
+		e.complete(core.Succeed(e.mustAcquire(k, "tok-a", 0, 10, time.Minute), []byte(`1`), e.at(1), time.Minute))
+		it := e.expired(k, false, e.at(3600))
+		return []pathCall{func() error { return e.store.DeleteExpired(context.Background(), it, e.at(3600)) }}
+	},
+	"DeleteExpired: a step item past retention": func(e *pathEnv) []pathCall {
+		k := e.key()
+		e.withStep(e.mustAcquire(k, "tok-a", 0, 10, time.Minute), 1)
+		later := e.at(30 * 24 * 3600)
+		it := e.expired(k, true, later)
+		return []pathCall{func() error { return e.store.DeleteExpired(context.Background(), it, later) }}
+	},
+	"CheckTable: the table's key schema and, on a global table, its replicas and mode, at cold start": func(e *pathEnv) []pathCall {
 		return []pathCall{func() error { return e.store.CheckTable(context.Background()) }}
 	},
 }

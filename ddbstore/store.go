@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,7 +47,8 @@ type options struct {
 	layout
 	compressAbove int
 	maxItem       int
-	large         blob.Store // WithLargeResults; nil: results too large are omitted
+	large         blob.Store  // WithLargeResults; nil: results too large are omitted
+	repl          replication // WithHomeRegion, WithReplicationWindowAccepted
 }
 
 func defaultOptions() options {
@@ -142,6 +144,9 @@ type Store struct {
 	// span is what the store knows of its records' retention, for the
 	// end of its step items (stepitems.go).
 	span stepSpan
+	// noStaging is why staged writes cannot be committed (an MRSC table,
+	// as CheckTable found), or nil.
+	noStaging atomic.Pointer[GlobalTableError]
 }
 
 var _ idem.Store = (*Store)(nil)

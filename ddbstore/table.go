@@ -150,17 +150,31 @@ func unknownOperation(err error) bool {
 
 // CheckTable checks the store's table, with one DescribeTable call through
 // the store's client, as the package's CheckTable does for the store's
-// options, and keeps what it found for the store's life: a store call
-// DynamoDB later refuses as invalid is then explained without another
-// DescribeTable (see SchemaError). Call it once where a misconfigured table
-// should stop the program before any work: a Lambda function's
-// initialisation, whose failure Lambda reports (Runtime.InitError) before
-// any event is taken. It needs the caller's credentials the
-// dynamodb:DescribeTable permission. The store never calls it itself.
+// options (its key schema; on a global table, its consistency mode and
+// the options that fit it), and keeps what it found for the store's life:
+// a store call DynamoDB later refuses as invalid is then explained without
+// another DescribeTable (see SchemaError); on a global table in
+// multi-Region strong consistency (MRSC), which has no transactions, each
+// idem.Stage then fails with a *GlobalTableError (ErrNoTransactions,
+// idem.ErrMisconfigured), and the check itself passes. Call it once where
+// a misconfigured table should stop the program before any work: a Lambda
+// function's initialisation, whose failure Lambda reports
+// (Runtime.InitError) before any event is taken. It needs the caller's
+// credentials the dynamodb:DescribeTable permission. The store never calls
+// it itself: a store whose table is never checked makes no call for it,
+// and stages on any table (docs/multi-region.md says what that risks on a
+// global table).
 func (s *Store) CheckTable(ctx context.Context) error {
-	desc, err := checkTable(ctx, s.client, s.table, &s.layout, s.calls.fns...)
+	desc, strong, err := checkTable(ctx, s.client, s.table, &s.options, s.calls.fns...)
 	if desc != nil {
 		s.schema.keep(s.mismatch(s.table, desc))
+	}
+	if strong {
+		g := describeGlobal(s.table, desc)
+		g.Err = ErrNoTransactions
+		s.noStaging.Store(g)
+	} else if desc != nil {
+		s.noStaging.Store(nil)
 	}
 	return err
 }

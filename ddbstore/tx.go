@@ -54,8 +54,15 @@ func Stage(ctx context.Context, items ...types.TransactWriteItem) error {
 // a Put's item is at most MaxItemSize bytes as ItemSize counts it; and the
 // items' sizes (a Put's item; the key and expression values of the
 // others) add up to at most MaxTransactSize. The size of an item after an
-// Update is known to DynamoDB alone.
+// Update is known to DynamoDB alone. After Store.CheckTable found a global
+// table in multi-Region strong consistency (MRSC), which has no
+// transactions, every call fails with an *Error wrapping a
+// *GlobalTableError (ErrNoTransactions, idem.ErrMisconfigured,
+// idem.ErrNoStaging).
 func (s *Store) CheckStaged(staged []any) error {
+	if g := s.noStaging.Load(); g != nil {
+		return &Error{Op: "stage", Table: s.table, Err: g}
+	}
 	_, _, err := s.stagedItems(staged, "")
 	return err
 }

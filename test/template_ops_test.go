@@ -65,7 +65,7 @@ func atoi(t *testing.T, x node) int {
 func TestTemplateFunctionsListed(t *testing.T) {
 	tpl, _ := loadTemplate(t)
 	var want []string
-	for _, fn := range functions {
+	for _, fn := range deployed {
 		want = append(want, fn.resource)
 	}
 	got := resourcesOfType(t, tpl, "AWS::Serverless::Function")
@@ -163,7 +163,7 @@ func TestTemplateLogging(t *testing.T) {
 		t.Errorf("Globals.Function.LoggingConfig.LogFormat = %q want JSON", got)
 	}
 	res := tpl.get(t, "Resources")
-	for _, fn := range functions {
+	for _, fn := range deployed {
 		t.Run(fn.resource, func(t *testing.T) {
 			p := res.get(t, fn.resource+".Properties")
 			fname := p.get(t, "FunctionName").sub()

@@ -222,14 +222,14 @@ func statements(t *testing.T, role cfn, name string) []statement {
 func TestTranslatedLeastPrivilege(t *testing.T) {
 	res := cfn(translated(t)).resources()
 	users := map[string]int{} // table → functions whose environment names it (whose items they use)
-	for _, fn := range functions {
+	for _, fn := range deployed {
 		for _, v := range res[fn.resource].props().at("Environment.Variables").(map[string]any) {
 			if table, _, ok := target(v); ok && res[table].typ() == "AWS::DynamoDB::Table" {
 				users[table]++
 			}
 		}
 	}
-	if !slices.Contains(slices.Collect(maps.Values(users)), len(functions)) {
+	if !slices.Contains(slices.Collect(maps.Values(users)), len(deployed)) {
 		t.Errorf("tables by users %v: no table the functions share; the key prefixes are not checked", users)
 	}
 	roles := map[string]string{}
@@ -254,10 +254,10 @@ func TestTranslatedLeastPrivilege(t *testing.T) {
 			roles[role] = name
 		}
 	}
-	if len(roles) != len(functions) {
-		t.Fatalf("roles of %d functions, want %d", len(roles), len(functions))
+	if len(roles) != len(deployed) {
+		t.Fatalf("roles of %d functions, want %d", len(roles), len(deployed))
 	}
-	for _, fn := range functions {
+	for _, fn := range deployed {
 		t.Run(fn.resource, func(t *testing.T) {
 			role, _, _ := target(res[fn.resource].props()["Role"])
 			checkStatements(t, res, fn, statements(t, res[role], role), users)
@@ -312,9 +312,17 @@ func checkStatements(t *testing.T, res map[string]cfn, fn function, sts []statem
 }
 
 // checkShared holds a statement on a table several functions share: DescribeTable alone,
-// or item actions under the function's key prefix.
+// or item actions under the function's key prefix; for the sweeper, Scan and DeleteItem
+// alone, without a condition (a Scan names no key; each DeleteItem carries its own
+// condition, the item's being past retention).
 func checkShared(t *testing.T, fn function, table string, st statement) {
 	t.Helper()
+	if fn.sweeps && !slices.Contains(st.actions, "dynamodb:DescribeTable") {
+		if !slices.Equal(st.actions, []string{"dynamodb:DeleteItem", "dynamodb:Scan"}) || st.condition != nil {
+			t.Errorf("the sweeper on the shared %s: %v (condition %v), want DeleteItem and Scan alone", table, st.actions, st.condition)
+		}
+		return
+	}
 	if slices.Contains(st.actions, "dynamodb:DescribeTable") {
 		if len(st.actions) == 1 && st.condition == nil {
 			return
@@ -499,4 +507,40 @@ func deadLetterQueueOf(t *testing.T, res map[string]cfn) string {
 		t.Fatal("OrdersQueue has no dead-letter queue")
 	}
 	return q
+}
+
+// TestTemplateSweeper: the sweeper is deployed only with a SweepSchedule (empty by
+// default), on that schedule; as SAM translates the template, every resource of the
+// sweeper's, those SAM adds for its schedule included, carries the condition.
+func TestTemplateSweeper(t *testing.T) {
+	tpl, _ := loadTemplate(t)
+	if got := tpl.get(t, "Parameters.SweepSchedule.Default").str(t); got != "" {
+		t.Errorf("SweepSchedule's default = %q, want empty: no sweeper unless asked", got)
+	}
+	cond := tpl.get(t, "Conditions.HasSweepSchedule")
+	if cond.n.Tag != "!Not" || len(cond.n.Content) != 1 || cond.n.Content[0].Tag != "!Equals" {
+		t.Fatalf("HasSweepSchedule is not !Not [!Equals [...]]")
+	}
+	if eq := (node{n: cond.n.Content[0]}).list(t); len(eq) != 2 || eq[0].ref() != "!Ref SweepSchedule" || eq[1].str(t) != "" {
+		t.Errorf("HasSweepSchedule does not test SweepSchedule against empty")
+	}
+	res := tpl.get(t, "Resources")
+	ev := res.get(t, sweeper.resource+".Properties.Events.Sweep")
+	if ev.get(t, "Type").str(t) != "Schedule" || ev.get(t, "Properties.Schedule").ref() != "!Ref SweepSchedule" {
+		t.Errorf("the sweeper's event is not a Schedule of !Ref SweepSchedule")
+	}
+	var conditioned []string
+	for name, r := range cfn(translated(t)).resources() {
+		if strings.HasPrefix(name, "IdempotencySweep") {
+			if r["Condition"] != "HasSweepSchedule" {
+				t.Errorf("%s (%s) is deployed without the sweeper's condition", name, r.typ())
+			}
+			conditioned = append(conditioned, r.typ())
+		}
+	}
+	for _, typ := range []string{"AWS::Lambda::Function", "AWS::Events::Rule", "AWS::Lambda::Permission", "AWS::IAM::Role", "AWS::Logs::LogGroup"} {
+		if !slices.Contains(conditioned, typ) {
+			t.Errorf("no %s of the sweeper under its condition (have %v)", typ, conditioned)
+		}
+	}
 }

@@ -125,6 +125,9 @@ type function struct {
 	env      []orders.EnvVar // what the code reads
 	envRefs  map[string]string
 	grants   []grant // what the code and its event sources need, statement by statement
+	// sweeps: the function deletes every function's records past retention
+	// (idem-sweep): a Scan and a DeleteItem on the whole idempotency table.
+	sweeps bool
 }
 
 // grant is one statement of a function's role: actions on one resource (a
@@ -186,6 +189,24 @@ var functions = []function{
 			grant{sid: "AppendAudit", actions: []string{"dynamodb:PutItem"}, resource: "!GetAtt AuditTable.Arn"}),
 	},
 }
+
+// sweeper is the optional scheduled sweeper of the idempotency table (with the
+// SweepSchedule parameter only): a function of the template, not of the example
+// service's three, which it serves.
+var sweeper = function{
+	resource: "IdempotencySweepFunction", name: "idem-sweep", role: "IdempotencySweepRole", pkg: "examples/orders/cmd/idem-sweep", env: orders.SweepEnv,
+	envRefs: map[string]string{orders.EnvIdemTable: "!Ref IdempotencyTable"},
+	grants: []grant{
+		{sid: "WriteLogs", actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, resource: "!GetAtt IdempotencySweepLogGroup.Arn"},
+		{sid: "WriteTraces", actions: xrayWrite, resource: "*"},
+		{sid: "IdempotencyTableSchema", actions: []string{"dynamodb:DescribeTable"}, resource: "!GetAtt IdempotencyTable.Arn"},
+		{sid: "SweepExpiredRecords", actions: []string{"dynamodb:DeleteItem", "dynamodb:Scan"}, resource: "!GetAtt IdempotencyTable.Arn"},
+	},
+	sweeps: true,
+}
+
+// deployed are every function the template may deploy.
+var deployed = append(slices.Clone(functions), sweeper)
 
 // roleGrants returns the statements of a role of the template, sorted by Sid.
 func roleGrants(t *testing.T, tpl node, role string) []grant {
@@ -286,7 +307,7 @@ func TestTemplateTables(t *testing.T) {
 func TestTemplateFunctions(t *testing.T) {
 	tpl, root := loadTemplate(t)
 	res := tpl.get(t, "Resources")
-	for _, fn := range functions {
+	for _, fn := range deployed {
 		t.Run(fn.resource, func(t *testing.T) {
 			r := res.get(t, fn.resource)
 			if got := r.get(t, "Type").str(t); got != "AWS::Serverless::Function" {

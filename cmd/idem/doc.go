@@ -3,7 +3,8 @@
 // log line, lists and counts records by status or key prefix, releases
 // (deletes) records so that their keys run again, one at a time or in bulk,
 // peeks at a dead-letter queue and brings its messages back after an outage
-// in one command, and creates the table a store needs.
+// in one command, deletes the records past retention of a table whose Time
+// to Live deletes nothing, and creates the table a store needs.
 //
 // From a clone of the repository, `go install ./cmd/idem` puts it in
 // $(go env GOBIN), or $(go env GOPATH)/bin when GOBIN is unset; once the
@@ -19,6 +20,7 @@
 //	idem stats   --table T [--next TOKEN] [--max-rcu N]
 //	idem dlq peek    --queue-url URL [--max N] > dlq.json
 //	idem dlq redrive --queue-url URL [--to URL] (--table T key-configuration flags | --no-release) [--dry-run] [--rate N] [--max N]
+//	idem sweep   --table T [--dry-run] [--rate N] [--max N] [--next TOKEN] [--max-rcu N]
 //	idem create-table --table T
 //	idem --version
 //
@@ -27,7 +29,9 @@
 // (WithKeyAttribute, WithTTLAttribute), --sort-key and --sort-key-value
 // (WithSortKey; a value with {key} in it stands for a WithSortKeyFunc that
 // puts the key there), --key-prefix (WithKeyPrefix; keys are given without
-// it) and --attr default=name, repeated (WithAttributeNames); --profile,
+// it) and --attr default=name, repeated (WithAttributeNames); on a global
+// table, --home-region or --accept-replication-window (WithHomeRegion,
+// WithReplicationWindowAccepted; docs/multi-region.md); --profile,
 // --region and --endpoint-url; and --json for output to scripts instead of
 // tables.
 // AWS configuration is the SDK's own (config.LoadDefaultConfig): profiles,
@@ -97,6 +101,16 @@
 // SQS endpoint of the SDK's configuration (AWS_ENDPOINT_URL_SQS) or
 // --endpoint-url (for redrive, DynamoDB's too).
 //
+// sweep deletes the store's items past their retention (ddbstore's
+// ScanExpired, then one DeleteExpired each, conditioned on the item's still
+// being past retention at that moment: one renewed or written anew since
+// the scan read it is left), for a table whose Time to Live deletes
+// nothing: a global table in multi-Region strong consistency. Such records
+// already count as absent; the sweep changes what the table holds and
+// costs, not what a call gets. --rate bounds the deletes a second (100),
+// --max their number; --dry-run lists the items and deletes nothing; it
+// scans as list does (--max-rcu, --next) and shows its progress so.
+//
 // create-table creates the table with ddbstore.CreateTable (on demand, the
 // store's key schema as the layout flags describe it, TTL on the TTL
 // attribute), or checks an existing one; production tables are better
@@ -120,8 +134,10 @@
 // 7 table key schema mismatch; 8 access denied; 9 AWS configuration: no
 // credentials or region, a bad profile, or an endpoint that cannot be
 // reached; 10 DynamoDB throttled or unavailable (retry); 11 left behind: a
-// redrive or a bulk release did not do everything (its report says what and
-// why); 130 interrupted.
+// redrive, a bulk release or a sweep did not do everything (its report says
+// what and why); 12 global table: in eventual consistency without
+// --home-region or --accept-replication-window, or not the home Region's
+// replica; 130 interrupted.
 //
 // docs/operations.md draws the life of a message with the commands at each
 // state, recovers a dead-letter queue after an outage, and walks from a

@@ -11,7 +11,7 @@ import (
 
 // exitCodes are every exit code of the command.
 var exitCodes = []int{exitOK, exitError, exitUsage, exitNotFound, exitChanged, exitNotReleased, exitNoTable, exitSchema,
-	exitDenied, exitConfig, exitUnavailable, exitLeftBehind, exitInterrupted}
+	exitDenied, exitConfig, exitUnavailable, exitLeftBehind, exitGlobal, exitInterrupted}
 
 // TestExitCodesDocumented: docs/operations.md's table of exit codes, the usage text and
 // the package documentation name every exit code, and no other.

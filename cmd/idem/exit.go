@@ -26,7 +26,8 @@ const (
 	exitDenied      = 8   // the credentials may not use the table
 	exitConfig      = 9   // no AWS credentials or region, a bad profile, or an endpoint that cannot be reached
 	exitUnavailable = 10  // DynamoDB throttled or unavailable: retry
-	exitLeftBehind  = 11  // a redrive or a bulk release left messages or records behind
+	exitLeftBehind  = 11  // a redrive, a bulk release or a sweep left messages or records behind
+	exitGlobal      = 12  // a global table in eventual consistency, or not the home Region's replica
 	exitInterrupted = 130 // interrupted (SIGINT, SIGTERM)
 )
 
@@ -110,8 +111,12 @@ func explain(err error) (int, string) {
 		return exitNoTable, table + " not found (or not ACTIVE): check the table name (--table, IDEM_TABLE), --region, --profile and the endpoint"
 	case errors.Is(err, ddbstore.ErrSchemaMismatch):
 		return exitSchema, table + " does not have the store's key schema: pass --key-attr (and --sort-key) as the store is configured, or check --table"
+	case errors.Is(err, ddbstore.ErrEventualGlobalTable):
+		return exitGlobal, table + " is a global table in eventual consistency (MREC): pass --home-region with the Region every store call goes to, or --accept-replication-window (docs/multi-region.md)"
+	case errors.Is(err, ddbstore.ErrNotHomeRegion):
+		return exitGlobal, "the endpoint reaches another Region's replica of " + table + " than --home-region: pass --region with the home Region"
 	case errors.Is(err, ddbstore.ErrAccessDenied):
-		return exitDenied, "access denied to " + table + ": the credentials need dynamodb:DescribeTable, GetItem, Scan and (for release) DeleteItem on it"
+		return exitDenied, "access denied to " + table + ": the credentials need dynamodb:DescribeTable, GetItem, Scan and (for release and sweep) DeleteItem on it"
 	case unreachable(err) != "":
 		return exitConfig, unreachable(err)
 	case errors.Is(err, ddbstore.ErrThrottled):

@@ -19,6 +19,8 @@ type layoutFlags struct {
 	sortKey, sortKeyValue string
 	keyPrefix             string
 	attrs                 attrNames
+	homeRegion            string
+	windowAccepted        bool
 }
 
 func (l *layoutFlags) register(fs *flag.FlagSet) {
@@ -27,6 +29,8 @@ func (l *layoutFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.sortKey, "sort-key", "", "the table's sort key `attribute`, for a single-table layout (ddbstore.WithSortKey); needs --sort-key-value")
 	fs.StringVar(&l.sortKeyValue, "sort-key-value", "", "the records' sort key `value` (ddbstore.WithSortKey); "+keyPlaceholder+" in it stands for the key, as a WithSortKeyFunc that builds the value so")
 	fs.StringVar(&l.keyPrefix, "key-prefix", "", "the store's key `prefix` (ddbstore.WithKeyPrefix): part of the stored key; keys are given without it")
+	fs.StringVar(&l.homeRegion, "home-region", "", "on a global table: the `Region` every store call goes to (ddbstore.WithHomeRegion); the table's replica the endpoint reaches must be that Region's")
+	fs.BoolVar(&l.windowAccepted, "accept-replication-window", false, "on a global table in eventual consistency: use the replica the endpoint reaches, accepting its replication window (ddbstore.WithReplicationWindowAccepted)")
 	l.attrs = attrNames{}
 	fs.Var(l.attrs, "attr", "rename an attribute, as `default=name` (ddbstore.WithAttributeNames; repeat for each): status, fingerprint, lease_token, ...")
 }
@@ -44,6 +48,12 @@ func (l *layoutFlags) options() ([]ddbstore.Option, error) {
 		opts = append(opts, ddbstore.WithSortKeyFunc(l.sortKey, func(key string) string { return strings.ReplaceAll(tmpl, keyPlaceholder, key) }))
 	case l.sortKey != "":
 		opts = append(opts, ddbstore.WithSortKey(l.sortKey, l.sortKeyValue))
+	}
+	if l.homeRegion != "" {
+		opts = append(opts, ddbstore.WithHomeRegion(l.homeRegion))
+	}
+	if l.windowAccepted {
+		opts = append(opts, ddbstore.WithReplicationWindowAccepted())
 	}
 	return append(opts, ddbstore.WithAttributeNames(l.attrs.names())), nil
 }

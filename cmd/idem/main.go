@@ -56,6 +56,8 @@ Commands:
   stats         count records by status and result size
   dlq           peek at a dead-letter queue's messages, or redrive them,
                 releasing the records that would not run again
+  sweep         delete the records past retention, for a table whose TTL
+                deletes nothing (a global table in strong consistency)
   create-table  create the table a store needs (on demand, TTL on)
   version       print the command's version (also --version)
 
@@ -64,8 +66,9 @@ Run "idem COMMAND -h" for a command's flags. Exit codes: 0 ok, 1 error,
 lease live), 6 table not found, 7 key schema mismatch, 8 access denied,
 9 AWS configuration (no credentials or region, a bad profile, an endpoint
 that cannot be reached), 10 throttled or unavailable, 11 left behind (a
-redrive or a bulk release did not do everything: see its report), 130
-interrupted.
+redrive, a bulk release or a sweep did not do everything: see its report),
+12 global table (eventual consistency: pass --home-region or
+--accept-replication-window), 130 interrupted.
 `
 
 func (c *cli) run(ctx context.Context, args []string) int {
@@ -79,6 +82,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		"release":      c.release,
 		"stats":        c.stats,
 		"dlq":          c.dlq,
+		"sweep":        c.sweep,
 		"create-table": c.createTable,
 	}
 	switch args[0] {

@@ -228,11 +228,7 @@ type bulkRun struct {
 // continue skips none.
 func (r *bulkRun) run(ctx context.Context) error {
 	for {
-		want := 0
-		if r.b.max > 0 {
-			want = r.b.max - len(r.view.Records)
-		}
-		recs, err := r.sc.page(ctx, want)
+		recs, err := r.sc.page(ctx, rest(r.b.max, len(r.view.Records)))
 		if err != nil {
 			return err
 		}
@@ -249,14 +245,8 @@ func (r *bulkRun) run(ctx context.Context) error {
 			return fmt.Sprintf("release: %d items scanned, %.1f RCU, %d released, %d left, %s",
 				r.sc.scanned, r.sc.consumed, r.view.Released, r.view.Left, elapsed.Round(time.Second))
 		})
-		switch {
-		case r.sc.next == "":
-			return nil
-		case r.b.max > 0 && len(r.view.Records) >= r.b.max:
-			r.view.Stopped = stoppedMax
-			return nil
-		case r.sc.overBudget():
-			r.view.Stopped = stoppedMaxRCU
+		if stop, why := r.sc.stops(r.b.max, len(r.view.Records)); stop {
+			r.view.Stopped = why
 			return nil
 		}
 	}

@@ -76,14 +76,33 @@ func (s *scanner) page(ctx context.Context, want int) ([]core.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.ConsumedRCU == 0 && p.Scanned > 0 {
-		p.ConsumedRCU = assumedRCUPerItem * float64(p.Scanned)
-	}
-	s.next = p.Next
-	s.consumed += p.ConsumedRCU
-	s.scanned += p.Scanned
-	s.corrupt += p.Corrupt
+	s.account(p.Next, p.ConsumedRCU, p.Scanned, p.Corrupt)
 	return p.Records, nil
+}
+
+// expired reads the next page of the store's items past retention at now
+// (ddbstore.Store.ScanExpired), of at most want items evaluated, and the
+// number of the store's items it returned that are not.
+func (s *scanner) expired(ctx context.Context, want int, now time.Time) ([]ddbstore.Expired, int, error) {
+	p, err := s.store.ScanExpired(ctx, ddbstore.ListInput{Limit: s.limit(want), Next: s.next}, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.account(p.Next, p.ConsumedRCU, p.Scanned, p.Corrupt)
+	return p.Items, p.Live, nil
+}
+
+// account adds a page to the scan: its continuation, its cost (assumed
+// where the server reports none), the items it evaluated and those that did
+// not decode.
+func (s *scanner) account(next string, rcu float64, scanned, corrupt int) {
+	if rcu == 0 && scanned > 0 {
+		rcu = assumedRCUPerItem * float64(scanned)
+	}
+	s.next = next
+	s.consumed += rcu
+	s.scanned += scanned
+	s.corrupt += corrupt
 }
 
 func (s *scanner) limit(want int) int32 {
@@ -99,6 +118,31 @@ func (s *scanner) limit(want int) int32 {
 		n = min(n, max(1, int((s.maxRCU-s.consumed)/perItem)))
 	}
 	return int32(n)
+}
+
+// rest is how many items the next page of a run may evaluate that has taken
+// done items of at most most (0: no bound): the rest, so that its token to
+// continue skips none; 0 for no bound.
+func rest(most, done int) int {
+	if most > 0 {
+		return most - done
+	}
+	return 0
+}
+
+// stops reports whether a run that has taken done items of at most most (0:
+// no bound) stops after the page just read, and why: at the table's end
+// (""), at --max (stoppedMax), or at the budget (stoppedMaxRCU).
+func (s *scanner) stops(most, done int) (bool, string) {
+	switch {
+	case s.next == "":
+		return true, ""
+	case most > 0 && done >= most:
+		return true, stoppedMax
+	case s.overBudget():
+		return true, stoppedMaxRCU
+	}
+	return false, ""
 }
 
 // overBudget reports whether the budget is used up.

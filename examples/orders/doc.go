@@ -28,6 +28,11 @@
 //     its shard's checkpoint: the event source mapping retries from it,
 //     bisects the batch and, past MaximumRetryAttempts, sends the batch's
 //     position to its on-failure destination (an SQS queue).
+//   - idem-sweep (cmd/idem-sweep): a scheduled function, deployed by
+//     template.yaml only with its SweepSchedule parameter, that deletes the
+//     idempotency table's records past retention (Sweeper), for a table
+//     whose Time to Live deletes nothing (a global table in multi-Region
+//     strong consistency).
 //
 // A duplicate execution would show as an extra OrderPlaced message (the
 // API), an extra ledger entry (the consumer, which writes each under a new
@@ -36,7 +41,7 @@
 // there is none.
 //
 // The functions read their configuration from the environment variables
-// named by the Env* constants (APIEnv, ConsumerEnv and StreamEnv list which
+// named by the Env* constants (APIEnv, ConsumerEnv, StreamEnv and SweepEnv list which
 // function reads which); template.yaml at the repository root sets them.
 //
 // # Test hooks

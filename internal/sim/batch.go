@@ -201,7 +201,7 @@ func (s *simulation) spawnBatch(sv *service, ds []*delivery, l *lane) {
 	if s.halted() {
 		return
 	}
-	ds = ds[:min(len(ds), s.cfg.Deliveries-s.spawned)]
+	ds = ds[:max(min(len(ds), s.cfg.Deliveries-s.spawned), 0)] // (a service with Copies may have made more)
 	if len(ds) == 0 {
 		if l != nil {
 			l.busy = false

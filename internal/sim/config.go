@@ -46,6 +46,10 @@ type Config struct {
 	// MaxViolations stops the run after this many violations (0 means 1).
 	// The first violation of each invariant is kept.
 	MaxViolations int
+	// Regions, if set, makes the store a global table of two Regions,
+	// whose replicas are in-memory stores (NewStore stays unset), and
+	// checks NoDuplicate and NoLostOutcome (see Regions).
+	Regions *Regions
 }
 
 // Stager stages the writes of a handler try, to be committed with its
@@ -87,6 +91,22 @@ type Faults struct {
 	// the store's previous encoding, as an earlier version of the store
 	// wrote it (where the store can: see PreviousEncoding).
 	Downgrade float64
+	// Sweep is the mean time between two pages of a sweep that deletes the
+	// records past retention (where the store can: see ExpiredSweeper), as
+	// the idem command's sweep does where Time to Live deletes nothing; 0:
+	// none.
+	Sweep time.Duration
+}
+
+// ExpiredSweeper is implemented by a store that can delete its records
+// past retention as a sweep does (ddbstore's ScanExpired and
+// DeleteExpired).
+type ExpiredSweeper interface {
+	// SweepPage reads the next page of the store's items past retention at
+	// now (from the table's start again after its end) and deletes each
+	// that is still past retention when it is deleted. It returns the keys
+	// of the records it deleted.
+	SweepPage(ctx context.Context, now time.Time) ([]string, error)
 }
 
 // PreviousEncoding is implemented by a store that can rewrite a record as
@@ -130,10 +150,10 @@ func DefaultFaults() Faults {
 	}
 }
 
-// AllFaults are DefaultFaults with an operator's releases and records in
-// the previous encoding.
+// AllFaults are DefaultFaults with an operator's releases, records in the
+// previous encoding and a sweep of the records past retention.
 func AllFaults() Faults {
 	f := DefaultFaults()
-	f.Release, f.Downgrade = 5*time.Second, 0.2
+	f.Release, f.Downgrade, f.Sweep = 5*time.Second, 0.2, 2*time.Second
 	return f
 }

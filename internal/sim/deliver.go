@@ -17,6 +17,7 @@ type sandbox struct {
 	s      *simulation
 	sv     *service
 	name   string
+	region int // in a run of two Regions, its Region: 0 (A) for even sandboxes, 1 (B) for odd
 	skew   time.Duration
 	runner *idem.Runner
 	batch  batchHandler // the batch wrapper's handler, for a batch service
@@ -42,6 +43,7 @@ type delivery struct {
 	variant int   // payload variant: 0 usually, 1 for a reused key
 	sent    int64 // the copy's own number, in payloads whose fingerprint ignores it
 	gen     int   // how many times it was redelivered
+	region  int   // in a run of two Regions, the Region it arrives in plus one; 0: any sandbox
 }
 
 // payload is the delivery's JSON payload (a batch record's body). With a
@@ -147,9 +149,12 @@ func (s *simulation) arrive(sv *service) {
 	if s.spawned >= s.cfg.Deliveries {
 		return
 	}
-	if sv.Batch != 0 {
+	switch {
+	case sv.Batch != 0:
 		s.arriveBatch(sv)
-	} else {
+	case sv.Copies > 0:
+		s.arriveCopies(sv)
+	default:
 		d := s.newDelivery(sv)
 		s.spawn(d)
 		if s.chance(sv.Burst) {
@@ -188,11 +193,11 @@ func (sv *service) pickKey(s *simulation) string {
 
 // spawn starts a Do call of a copy of d in a new task.
 func (s *simulation) spawn(d *delivery) {
-	if s.spawned >= s.cfg.Deliveries || s.halted() {
+	if s.spawned >= s.cfg.Deliveries && d.sv.Copies == 0 || s.halted() {
 		return
 	}
 	sv := d.sv
-	t := s.newTask(sv, sv.sandboxes[s.rng.IntN(len(sv.sandboxes))])
+	t := s.newTask(sv, s.sandboxFor(d))
 	s.sentN++
 	d.sent = s.sentN
 	c := t.addCall(d)

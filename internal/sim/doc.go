@@ -18,7 +18,8 @@
 // that two clocks differ by less than the margin (the skew a lease allows).
 //
 // Every runner calls the same store: the store under test (Config.NewStore:
-// memstore, or ddbstore on dynalite) wrapped in a fault-injecting idem.Store.
+// memstore, or ddbstore on dynalite) wrapped in a fault-injecting idem.Store,
+// or a global table of two Regions (Config.Regions; see Two Regions below).
 //
 // Each delivery (one Runner.Do call) runs in its own goroutine, but only one
 // goroutine runs at a time: the scheduler pops the earliest event of a queue
@@ -133,6 +134,17 @@
 //     no classifier) is never recorded as a permanent failure unless the
 //     service runs idem.WithUnclassifiedPermanent, and a call that ends
 //     failed_unclassified (ErrUnclassifiedFailure) had such a try last.
+//  17. NoDuplicate (runs of two Regions): no execution of a key (a call's
+//     first handler try) begins while an earlier one holds a live lease
+//     (its reservation, which a replica accepted, neither completed nor
+//     released, its lease as last written not ended), nor while a success
+//     of the key that a replica accepted is retained and not released;
+//     both allowing for clock skew. Over one linearizable store this
+//     follows from NoOverlap and Fencing.
+//  18. NoLostOutcome (runs of two Regions): once every replicated write has
+//     arrived, every outcome a replica accepted is in the history of a
+//     replica's last write of its key: no write that never saw it
+//     overwrote it (last writer wins).
 //
 // # Capabilities
 //
@@ -146,8 +158,39 @@
 // selection, the batch wrappers, and the one-write Acquire or Reserve
 // (Service.ReserveOnly). Faults.Release adds an operator that releases
 // records; Faults.Downgrade rewrites failures and steps in the store's
-// previous encoding (PreviousEncoding). Config.Draw adds services whose
+// previous encoding (PreviousEncoding); Faults.Sweep runs, page by page, a
+// sweep that deletes the records past retention (ExpiredSweeper, as idem
+// sweep does), and checks that each record it deleted was past retention
+// when deleted. Config.Draw adds services whose
 // options and capabilities are drawn from the seed (Drawn).
+//
+// # Two Regions
+//
+// Config.Regions makes the store a DynamoDB global table of two Regions, A
+// and B (regions.go): each Region's replica is an in-memory store that
+// applies its own conditional writes against its own state; every write it
+// applies is replicated to the other after a lag drawn from the seed
+// (Regions.LagMin to LagMax, each write on its own, so that writes may
+// arrive out of order) and applied there unless that replica holds a later
+// write of the item: last writer wins, per item, by the instant each write
+// was applied, silently. Even sandboxes are in Region A, odd ones in B. The
+// mode (Regions.Mode) says where a call goes: under MRECEveryRegion to the
+// replica of its sandbox's Region; under MRECHomeRegion to the home
+// Region's, A, or A and B in turn (Regions.SwitchEvery, at once); under MRSC
+// both Regions share one state, and a write to an item the other Region
+// wrote less than Regions.ConflictWindow before is refused with a
+// transient "replicated write conflict". Service.Copies delivers each event
+// more than once, each copy in a Region drawn with Regions.Cross; Regional
+// is such a service.
+//
+// Such a run also checks invariants 17 and 18 and counts what happened
+// (Result.Regions). The invariants hold for every key under MRECHomeRegion
+// without switches and under MRSC. Under MRECEveryRegion no invariant is
+// promised across Regions: violations are counted (RegionStats.Excused),
+// not reported. At a switch of the home Region, the keys with a write on
+// its way to the new home are excused from then on; every other key keeps
+// every invariant. The staged writes of idem.Stage are not modelled (the
+// replicas commit none: services that stage don't belong in such runs).
 //
 // # Replay
 //
@@ -167,4 +210,8 @@
 // store receives a background context: its calls are bounded on the wall
 // clock only. Processes handle any number of deliveries at once, and a crash
 // ends one delivery, not the whole process.
+//
+// In a run of two Regions, calls take the same time in both Regions (a
+// call that crosses Regions is no slower), both Regions' timestamps are the
+// true instant, and there is no third Region (MRSC's witness).
 package sim

@@ -43,6 +43,9 @@ func (v Violation) Error() string {
 // violate records a violation of inv about ks: the first of each invariant
 // is kept; the run halts after cfg.MaxViolations.
 func (s *simulation) violate(inv Invariant, ks *keyState, format string, args ...any) {
+	if s.excused(ks) {
+		return
+	}
 	s.nViolations++
 	s.mix(uint64(inv), 0)
 	if s.seen[inv] {
@@ -97,6 +100,10 @@ const (
 	hDowngraded
 	hReleasedByHolder
 	hReleaseRefused
+	hReplicated
+	hReplicaDiscarded
+	hHomeSwitch
+	hSwept
 )
 
 var histNames = [...]string{
@@ -106,7 +113,8 @@ var histNames = [...]string{
 	hStep: "step accepted", hRenewAccepted: "renewal accepted", hRenewRefused: "renewal refused",
 	hLeaseLost: "lease lost: handler's context cancelled", hReleased: "released by an operator",
 	hDowngraded: "rewritten in the previous encoding", hReleasedByHolder: "released by its holder (no record)",
-	hReleaseRefused: "release refused",
+	hReleaseRefused: "release refused", hReplicated: "replicated write applied", hSwept: "deleted by a sweep, past retention",
+	hReplicaDiscarded: "replicated write discarded (the replica holds a later one)", hHomeSwitch: "home Region switched",
 }
 
 var classNames = [...]string{
@@ -162,6 +170,15 @@ func (s *simulation) histKey(ks *keyState, c *call, k histKind, rec core.Record,
 func (ks *keyState) note(s string) {
 	if ks.hist.n > 0 {
 		ks.hist.buf[(ks.hist.n-1)%len(ks.hist.buf)].note = s
+	}
+}
+
+// histWho sets who made the key's last event (in place of "operator", for
+// an event of no call) and its note.
+func (ks *keyState) histWho(who, note string) {
+	if ks.hist.n > 0 {
+		e := &ks.hist.buf[(ks.hist.n-1)%len(ks.hist.buf)]
+		e.sandbox, e.note = who, note
 	}
 }
 

@@ -68,6 +68,12 @@ const (
 	// recorded as a retryable failure, never a permanent one, unless the
 	// service runs WithUnclassifiedPermanent.
 	Classification
+	// NoDuplicate (runs of two Regions): no execution of a key begins
+	// while another runs, or while a success of the key is retained.
+	NoDuplicate
+	// NoLostOutcome (runs of two Regions): no outcome a replica accepted is
+	// overwritten by a write that never saw it.
+	NoLostOutcome
 )
 
 var invariantNames = map[Invariant]string{
@@ -77,7 +83,8 @@ var invariantNames = map[Invariant]string{
 	StepResult: "a skipped step returns its lifetime's result", StepLiveness: "a step is refused only without time",
 	HandlerContext: "no live context beside another execution", Staged: "staged writes land with their success",
 	ReplayExact: "replays are exact", Release: "a release is final", Batch: "batch reports and lanes",
-	Classification: "an error is retried unless known to be permanent",
+	Classification: "an error is retried unless known to be permanent", NoDuplicate: "no duplicate execution",
+	NoLostOutcome: "no outcome lost",
 }
 
 // String returns the invariant's number and name.

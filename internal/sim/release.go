@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/core"
@@ -67,6 +68,47 @@ func (s *simulation) released(ks *keyState, rec core.Record) {
 	}
 	ks.has, ks.releasedToken = false, rec.LeaseToken
 	s.histKey(ks, nil, hReleased, rec, nil)
+}
+
+// startSweeper schedules a sweep's first page, if the run sweeps and the
+// store can.
+func (s *simulation) startSweeper() {
+	if _, ok := s.store.inner.(ExpiredSweeper); !ok || s.cfg.Faults.Sweep <= 0 {
+		return
+	}
+	s.after(s.expGap(s.cfg.Faults.Sweep), s.sweep)
+}
+
+// sweep runs one page of the sweep, between two legs of the runners'
+// calls, with no faults, and checks each record it deleted against the
+// shadow model: it was past retention (core.Record.Expired) when deleted,
+// and the key has no record after it.
+func (s *simulation) sweep() {
+	if s.spawned >= s.cfg.Deliveries {
+		return
+	}
+	defer s.after(s.expGap(s.cfg.Faults.Sweep), s.sweep)
+	s.operating = true
+	defer func() { s.operating = false }()
+	now := epoch.Add(s.now)
+	ctx, cancel := innerCtx()
+	defer cancel()
+	keys, err := s.store.inner.(ExpiredSweeper).SweepPage(ctx, now)
+	for _, key := range keys {
+		ks := s.keys[key]
+		if ks == nil {
+			continue
+		}
+		s.stats.Swept++
+		if !ks.has || !ks.cur.Expired(now) {
+			s.violate(StoreContract, ks, "a sweep at %s deleted the record of the key, which held %s", now.Format(time.RFC3339Nano), s.curString(ks))
+		}
+		ks.has = false
+		s.histKey(ks, nil, hSwept, ks.cur, nil)
+	}
+	if err != nil {
+		s.stats.SweepErrors++
+	}
 }
 
 // fencing is the invariant a write accepted from a stale holder breaks:

@@ -120,6 +120,15 @@ type Service struct {
 	// Burst is the probability that a delivery comes with 1 to 3 copies
 	// within 50 ms.
 	Burst float64
+	// Copies, if set, delivers each arrival Copies times: the first at
+	// once, each other an exponential gap of mean CopyGap after the one
+	// before (a sender's retry, a message fanned out to a queue in each
+	// Region); in a run of two Regions (Config.Regions), each copy arrives
+	// in the Region Regions.Cross draws. New arrivals stop when the run has
+	// made its deliveries; the copies and redeliveries of those admitted
+	// are all made.
+	Copies  int
+	CopyGap time.Duration
 	// Redeliver bounds the delay before an unfinished delivery (crashed,
 	// in progress, failed transiently, not recorded) is delivered again;
 	// Redeliveries bounds how often.

@@ -33,6 +33,8 @@ type Result struct {
 	ViolationCount int
 	// Stats counts what happened.
 	Stats Stats
+	// Regions counts what happened in a run of two Regions.
+	Regions RegionStats
 }
 
 // Stats counts the events of a run.
@@ -81,6 +83,9 @@ type Stats struct {
 	// rewritten in the previous encoding; NoRecords, the reservations
 	// released by their own holder, for a try marked core.MarkNoRecord.
 	Releases, Downgrades, NoRecords int
+	// Swept counts the records a sweep deleted (Faults.Sweep), SweepErrors
+	// the sweep's pages that failed.
+	Swept, SweepErrors int
 	// Batches counts batch invocations; BatchReported, records they
 	// reported for redelivery; Blocked, records an ordered lane did not
 	// start after a failure.
@@ -108,6 +113,7 @@ type simulation struct {
 	hash  uint64
 
 	store     *faultStore
+	regions   *regionsStore // the two Regions' store, in a run of two Regions
 	blobs     *faultBlob
 	services  []*service
 	keys      map[string]*keyState
@@ -138,20 +144,27 @@ func Run(cfg Config) (Result, error) {
 		s.after(s.expGap(sv.ArrivalGap), func() { s.arrive(sv) })
 	}
 	s.startOperator()
+	s.startSweeper()
+	s.startRegions()
 	s.loop()
 	if !s.halted() && s.finished != s.spawned {
 		return Result{}, fmt.Errorf("sim: %d deliveries started, %d ended", s.spawned, s.finished)
 	}
-	return Result{
+	res := Result{
 		Seed: cfg.Seed, Deliveries: s.spawned, Steps: s.steps, SimTime: s.now, Hash: s.hash, Services: s.allServices,
-		Violations: s.violations, ViolationCount: s.nViolations, Stats: s.stats,
-	}, nil
+	}
+	if s.regions != nil && !s.halted() {
+		s.finishRegions()
+		res.Regions = s.regions.stats
+	}
+	res.Violations, res.ViolationCount, res.Stats = s.violations, s.nViolations, s.stats
+	return res, nil
 }
 
 var serviceName = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
 
 func newSim(cfg Config) (*simulation, error) {
-	if cfg.Deliveries < 1 || len(cfg.Services)+cfg.Draw == 0 || (cfg.NewStore == nil && cfg.NewStoreBlob == nil) {
+	if cfg.Deliveries < 1 || len(cfg.Services)+cfg.Draw == 0 || (cfg.NewStore == nil && cfg.NewStoreBlob == nil && cfg.Regions == nil) {
 		return nil, errors.New("sim: a config needs deliveries, services and a store")
 	}
 	s := &simulation{
@@ -162,7 +175,13 @@ func newSim(cfg Config) (*simulation, error) {
 	}
 	s.logger = slog.New(logHandler{s})
 	s.store = &faultStore{s: s}
-	if cfg.NewStoreBlob != nil {
+	if cfg.Regions != nil {
+		m, err := newRegions(s, *cfg.Regions)
+		if err != nil {
+			return nil, err
+		}
+		s.regions, s.store.inner = m, m
+	} else if cfg.NewStoreBlob != nil {
 		s.blobs = &faultBlob{s: s, inner: blob.NewMemory()}
 		s.store.inner = cfg.NewStoreBlob(s.blobs)
 	} else {
@@ -194,11 +213,12 @@ type service struct {
 
 func (s *simulation) addService(sv *service) error {
 	if !serviceName.MatchString(sv.Name) || sv.Sandboxes < 1 || sv.ActiveKeys < 1 || len(sv.Deadlines) == 0 ||
+		s.regions != nil && sv.Copies > 0 && sv.Sandboxes < 2 ||
 		sv.ArrivalGap <= 0 || sv.Success+sv.Transient+sv.Permanent+sv.Ordinary <= 0 {
 		return fmt.Errorf("sim: service %q is incomplete", sv.Name)
 	}
 	for i := range sv.Sandboxes {
-		sb := &sandbox{s: s, sv: sv, name: fmt.Sprintf("%s/%d", sv.Name, i)}
+		sb := &sandbox{s: s, sv: sv, name: fmt.Sprintf("%s/%d", sv.Name, i), region: i % 2}
 		// Each clock is off by less than half the margin: two clocks
 		// differ by less than the margin, the skew the lease allows.
 		half := sv.leaseMargin() / 2

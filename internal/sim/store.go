@@ -14,8 +14,9 @@ import (
 var ErrInjected = errors.New("sim: injected store fault")
 
 // InjectedError is a store fault the simulation injected: Kind is
-// "throttled", "timeout", "answer lost", or "cut" (the caller's context
-// ended, or the call's own deadline passed, during the call). It wraps
+// "throttled", "timeout", "answer lost", "cut" (the caller's context
+// ended, or the call's own deadline passed, during the call), or, in a run
+// of two Regions under MRSC, "replicated write conflict". It wraps
 // ErrInjected and Cause (context.DeadlineExceeded for a timeout; for a cut
 // call, the context's error).
 type InjectedError struct {

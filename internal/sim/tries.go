@@ -40,6 +40,7 @@ func (s *simulation) startTry(c *call, ctx context.Context) *try {
 	s.stats.Tries++
 	s.tryN++
 	tr := &try{id: s.tryN, c: c, start: s.now}
+	s.checkExecution(c)
 	for _, o := range ks.open {
 		s.checkBeside(tr, o)
 	}
