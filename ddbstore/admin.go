@@ -123,6 +123,10 @@ type ListPage struct {
 	// kept in items of their own; see AttrSteps); they are left out of
 	// Records and not counted as Corrupt.
 	StepItems int
+	// ResultItems is the number of result items returned (the results of
+	// succeeded records kept in items of their own; see AttrResultItem);
+	// they are left out of Records and not counted as Corrupt.
+	ResultItems int
 	// Foreign is the number of items returned that are not the store's by
 	// their key (another sort key value than WithSortKeyFunc gives the key:
 	// another store or entity sharing the table); they are left out of
@@ -177,11 +181,15 @@ func (s *Store) List(ctx context.Context, in ListInput) (ListPage, error) {
 }
 
 // collect decodes the store's own items into page's records, counting the
-// others, the step items and those that do not decode.
+// others, the step and result items and those that do not decode.
 func (s *Store) collect(page *ListPage, items []map[string]types.AttributeValue) {
 	for _, item := range items {
 		if s.isStepItem(item) {
 			page.StepItems++
+			continue
+		}
+		if s.isResultItem(item) {
+			page.ResultItems++
 			continue
 		}
 		if !s.owns(item) {

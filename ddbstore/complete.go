@@ -70,11 +70,15 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	if len(rec.Steps) > 0 {
 		return s.completeKeeping(ctx, rec)
 	}
-	item, stored, err := s.fitComplete(ctx, op, rec)
+	c, err := s.fitComplete(op, rec)
+	if err == nil {
+		err = s.writeApart(ctx, op, c)
+	}
 	if err != nil {
 		return core.Record{}, refusedCommit(rec, err) // no record written
 	}
-	put := s.completePut(item, rec)
+	stored := c.stored
+	put := s.completePut(c.item, rec)
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
 		ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,

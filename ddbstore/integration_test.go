@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -380,13 +381,12 @@ func TestLargeResults(t *testing.T) {
 	if err != nil || out.ResultOmitted {
 		t.Fatalf("Do = %+v, %v", out.ResultOmitted, err)
 	}
-	item := rawItem(t, f, "large:compressible")
-	enc, _ := item[ddbstore.AttrResultEncoding].(*types.AttributeValueMemberS)
-	body, _ := item[ddbstore.AttrResult].(*types.AttributeValueMemberB)
-	if enc == nil || enc.Value != "gzip" || body == nil || len(body.Value) >= len(big)/10 {
-		t.Fatalf("stored result: encoding %v, %d bytes; want gzip and far smaller than %d", enc, len(body.Value), len(big))
+	body, enc, apart := storedResult(t, f, "large:compressible")
+	if enc != "gzip" || body == nil || len(body) >= len(big)/10 || !apart {
+		t.Fatalf("stored result: encoding %q, %d bytes, in a result item %v; want gzip, far smaller than %d, and apart (the record passes 1 KB with it)",
+			enc, len(body), apart, len(big))
 	}
-	t.Logf("%d-byte result stored as %d bytes of gzip", len(big), len(body.Value))
+	t.Logf("%d-byte result stored as %d bytes of gzip", len(big), len(body))
 	out, err = r.Do(ctx, "large:compressible", []byte(`{}`), handler(nil))
 	if err != nil || !out.Replayed || !bytes.Equal(out.Result, big) {
 		t.Fatalf("replay: replayed %v, %d bytes, %v; want the %d bytes", out.Replayed, len(out.Result), err, len(big))
@@ -398,7 +398,7 @@ func TestLargeResults(t *testing.T) {
 	if err != nil || !out.ResultOmitted || !bytes.Equal(out.Result, random) {
 		t.Fatalf("Do = omitted %v, %d bytes, %v; want the result returned and flagged as omitted from the store", out.ResultOmitted, len(out.Result), err)
 	}
-	item = rawItem(t, f, "large:incompressible")
+	item := rawItem(t, f, "large:incompressible")
 	if _, ok := item[ddbstore.AttrResult]; ok {
 		t.Errorf("stored item has a result")
 	}
@@ -444,6 +444,26 @@ func TestOversizedReservation(t *testing.T) {
 	if n := f.rec.count("PutItem"); n != 0 {
 		t.Errorf("%d PutItem calls, want none", n)
 	}
+}
+
+// storedResult returns the result of key's succeeded record as stored, in
+// the record or in its result item (apart), and its encoding.
+func storedResult(t *testing.T, f *fixture, key string) (body []byte, encoding string, apart bool) {
+	t.Helper()
+	item := rawItem(t, f, key)
+	if enc, ok := item[ddbstore.AttrResultEncoding].(*types.AttributeValueMemberS); ok {
+		encoding = enc.Value
+	}
+	if ref, ok := item[ddbstore.AttrResultItem].(*types.AttributeValueMemberB); ok {
+		item, apart = rawItem(t, f, key+"#result#"+hex.EncodeToString(ref.Value)), true
+		if ItemSize := ddbstore.ItemSize(rawItem(t, f, key)); ItemSize > ddbstore.RecordUnit {
+			t.Errorf("record of %s is %d bytes with its result apart, want at most %d", key, ItemSize, ddbstore.RecordUnit)
+		}
+	}
+	if b, ok := item[ddbstore.AttrResult].(*types.AttributeValueMemberB); ok {
+		body = b.Value
+	}
+	return body, encoding, apart
 }
 
 func rawItem(t *testing.T, f *fixture, key string) map[string]types.AttributeValue {

@@ -51,11 +51,17 @@ func refOf(step core.Step) stepRef {
 	return ref
 }
 
-// stepItemKey returns the primary key of key's step item ref: the record's
-// partition key followed by the suffix (a table without a sort key), or
-// the record's partition key and its sort key followed by the suffix.
+// stepItemKey returns the primary key of key's step item ref (see
+// childKey).
 func (s *Store) stepItemKey(key string, ref stepRef) map[string]types.AttributeValue {
-	suffix := stepSuffix + hex.EncodeToString(ref[:])
+	return s.childKey(key, stepSuffix+hex.EncodeToString(ref[:]))
+}
+
+// childKey returns the primary key of an item of key's record (a step
+// item, a result item) whose key ends with suffix: the record's partition
+// key followed by it (a table without a sort key), or the record's
+// partition key and its sort key followed by it.
+func (s *Store) childKey(key, suffix string) map[string]types.AttributeValue {
 	if s.sortAttr == "" {
 		return map[string]types.AttributeValue{s.keyAttr: &types.AttributeValueMemberS{Value: s.prefix + key + suffix}}
 	}
@@ -98,20 +104,26 @@ func stepOfValue(v *types.AttributeValueMemberM) (core.Step, error) {
 // key (the partition key, or the sort key where the table has one) ends
 // with stepSuffix and a reference, and it has a steps list and no status.
 func (l *layout) isStepItem(item map[string]types.AttributeValue) bool {
+	return l.isChildItem(item, stepSuffix) && item[l.names.Steps] != nil
+}
+
+// isChildItem reports whether item's key (the partition key, or the sort
+// key where the table has one) ends with suffix and the hex of a
+// reference, and it has no status: an item of a record's (childKey).
+func (l *layout) isChildItem(item map[string]types.AttributeValue, suffix string) bool {
 	name := l.keyAttr
 	if l.sortAttr != "" {
 		name = l.sortAttr
 	}
+	growth := len(suffix) + 2*stepRefSize
 	k, ok := item[name].(*types.AttributeValueMemberS)
-	if !ok || len(k.Value) < stepKeyGrowth || k.Value[len(k.Value)-stepKeyGrowth:][:len(stepSuffix)] != stepSuffix {
+	if !ok || len(k.Value) < growth || k.Value[len(k.Value)-growth:][:len(suffix)] != suffix {
 		return false
 	}
 	if _, err := hex.DecodeString(k.Value[len(k.Value)-2*stepRefSize:]); err != nil {
 		return false
 	}
-	_, steps := item[l.names.Steps]
-	_, status := item[l.names.Status]
-	return steps && !status
+	return item[l.names.Status] == nil
 }
 
 // checkStepItem returns nil if key's step item for step fits DynamoDB's key
