@@ -42,8 +42,9 @@ const (
 // blob.ErrMismatch; permanent): never wrong bytes. Checked with errors.Is.
 var ErrLargeResult = errors.New("ddbstore: large result in the blob store failed")
 
-// WithLargeResults keeps a succeeded result that does not fit the item even
-// compressed in b, instead of omitting it: Complete writes the object first
+// WithLargeResults keeps a succeeded result that does not fit an item even
+// compressed (neither the record nor a result item of its own: see
+// Complete) in b, instead of omitting it: Complete writes the object first
 // (one Put, of the result as it would have been stored in the item, raw or
 // gzip-compressed) and then the record, which holds the object's name, size
 // and SHA-256 (AttrResultRef, AttrResultSize, AttrResultSHA256) in place of
