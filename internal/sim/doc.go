@@ -145,7 +145,7 @@
 // (Config.NewStoreBlob: a blob store faulted like the store), fingerprint
 // selection, the batch wrappers, and the one-write Acquire or Reserve
 // (Service.ReserveOnly). Faults.Release adds an operator that releases
-// records; Faults.Downgrade rewrites failures and steps in the store's
+// records; Faults.Downgrade rewrites outcomes and steps in the store's
 // previous encoding (PreviousEncoding). Config.Draw adds services whose
 // options and capabilities are drawn from the seed (Drawn).
 //
