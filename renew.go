@@ -273,6 +273,6 @@ func (rn *renewal) lose(cause error) {
 // logLost records, as a warning, that a try's lease was lost while its
 // handler ran: its context was cancelled.
 func (r *Runner) logLost(ctx context.Context, rec core.Record, cause error) {
-	r.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "idem lease lost", slog.String("key_hash", HashKey(rec.Key)),
-		slog.Int("attempt", rec.Attempts), slog.String("error", cause.Error()))
+	r.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "idem lease lost", append(keyAttrs(rec.Key),
+		slog.Int("attempt", rec.Attempts), slog.String("error", cause.Error()))...)
 }

@@ -98,8 +98,8 @@ func (c *call) end(out Outcome, err error) {
 }
 
 // log writes one record per call, at its verdict's level (Verdict.Level):
-// the verdict, the key's hash (never the key), what the caller added, and
-// what explains the verdict.
+// the verdict, the key's hash (and the key where it is a hash itself:
+// keyAttrs), what the caller added, and what explains the verdict.
 func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, extra []slog.Attr) {
 	level := recordLevel(out.Verdict, err)
 	if !r.cfg.logger.Enabled(ctx, level) {
@@ -107,9 +107,7 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, ex
 	}
 	a := make([]slog.Attr, 0, len(extra)+8)
 	a = append(a, slog.String("verdict", out.Verdict.String()))
-	if key != "" {
-		a = append(a, slog.String("key_hash", HashKey(key)))
-	}
+	a = append(a, keyAttrs(key)...)
 	if t := TenantFromContext(ctx); t != "" {
 		a = append(a, slog.String("tenant", t))
 	}
@@ -136,6 +134,21 @@ func (r *Runner) log(ctx context.Context, key string, out Outcome, err error, ex
 // logRetry records an in-process retry, which a call's own record does not
 // show.
 func (r *Runner) logRetry(ctx context.Context, rec core.Record, herr error, delay time.Duration) {
-	r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "idem retry", slog.String("key_hash", HashKey(rec.Key)),
-		slog.Int("attempt", rec.Attempts), slog.Duration("backoff", delay), slog.String("error", herr.Error()))
+	r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "idem retry", append(keyAttrs(rec.Key),
+		slog.Int("attempt", rec.Attempts), slog.Duration("backoff", delay), slog.String("error", herr.Error()))...)
+}
+
+// keyAttrs name key in a log record: key_hash, its hash (HashKey), which
+// every record has; and key, the key itself, where it is a derived key
+// (core.IsDerivedKey: a hash that holds no user data, as every wrapper's
+// key is), so that the record is one read away (`idem inspect --key`).
+// None for no key.
+func keyAttrs(key string) []slog.Attr {
+	switch {
+	case key == "":
+		return nil
+	case core.IsDerivedKey(key):
+		return []slog.Attr{slog.String("key_hash", HashKey(key)), slog.String("key", key)}
+	}
+	return []slog.Attr{slog.String("key_hash", HashKey(key))}
 }

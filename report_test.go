@@ -120,3 +120,38 @@ func TestVerdictLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsNameDerivedKeys: a log record names a derived key (core.DeriveKey,
+// as every wrapper's key is: a hash that holds no user data) in its key
+// field beside key_hash, so that the record is one read away; a key given
+// verbatim appears only as its hash, also in the record of a retry.
+func TestLogsNameDerivedKeys(t *testing.T) {
+	var buf bytes.Buffer
+	f := newFixture(t, idem.WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		idem.WithRetry(2, time.Millisecond, time.Millisecond))
+	derived, err := core.DeriveKey("evt", "customer-42-order", "ship")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const verbatim = "evt:customer-42-order:ship"
+	fail := func(context.Context) ([]byte, error) { return nil, core.MarkTransient(errors.New("busy")) }
+	for _, key := range []string{derived, verbatim} {
+		_, _ = f.runner.Do(f.ctx(t, time.Minute), key, []byte(`{}`), fail)
+	}
+	recs := records(t, &buf)
+	if len(recs) != 4 { // per key: the retry's record, the call's
+		t.Fatalf("%d records, want 4: %s", len(recs), buf.String())
+	}
+	for i, r := range recs {
+		want, wantKey := idem.HashKey(derived), derived
+		if i >= 2 {
+			want, wantKey = idem.HashKey(verbatim), ""
+		}
+		if r["key_hash"] != want || (wantKey == "" && r["key"] != nil) || (wantKey != "" && r["key"] != wantKey) {
+			t.Errorf("record %d = %v, want key_hash %s and key %q", i, r, want, wantKey)
+		}
+	}
+	if bytes.Contains(buf.Bytes(), []byte(verbatim)) {
+		t.Errorf("the logs hold the verbatim key: %s", buf.String())
+	}
+}

@@ -69,4 +69,21 @@ func DeriveKey(parts ...string) (string, error) {
 	return DerivedKeyPrefix + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// IsDerivedKey reports whether key has the form of a key DeriveKey makes:
+// DerivedKeyPrefix followed by 64 lower-case hex digits. Such a key is a
+// SHA-256 digest of its parts and shows nothing of them, so it can be
+// logged and printed where a key given verbatim is shown only as its hash.
+func IsDerivedKey(key string) bool {
+	hexPart, ok := strings.CutPrefix(key, DerivedKeyPrefix)
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		if c := hexPart[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -157,6 +157,9 @@ func TestHijackIsNotReplayable(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	var runs counter
+	// The client reads the hijacked answer before the middleware records
+	// the call; the retry is sent once the first call has been recorded.
+	e.served = make(chan struct{}, 2)
 	url := e.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.inc("all")
 		conn, brw, err := http.NewResponseController(w).Hijack()
@@ -171,6 +174,7 @@ func TestHijackIsNotReplayable(t *testing.T) {
 	if a := send(t, "POST", url+"/raw", "k-1", ""); a.status != 200 || a.body != "ok" {
 		t.Fatalf("hijacked: %d %q", a.status, a.body)
 	}
+	<-e.served
 	a := send(t, "POST", url+"/raw", "k-1", "")
 	if a.status != 500 || problemType(a) != httpidem.ProblemResponseOmitted || a.header.Get(httpidem.HeaderReplayed) != "true" || runs.get("all") != 1 {
 		t.Errorf("retry: %d %s, %d runs; want a replayed 500 %s and one run", a.status, a.body, runs.get("all"), httpidem.ProblemResponseOmitted)

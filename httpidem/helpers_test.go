@@ -31,6 +31,9 @@ type env struct {
 	clock  *fakeclock.Clock
 	store  idem.Store
 	runner *idem.Runner
+	// served, when set, receives once a request's middleware has returned
+	// (its outcome recorded).
+	served chan struct{}
 }
 
 func newEnv(t testing.TB, store idem.Store, opts ...idem.Option) *env {
@@ -74,6 +77,9 @@ func (e *env) serve(t testing.TB, h http.Handler, opts ...httpidem.Option) strin
 		mu.Unlock()
 		w.Header().Set("X-Request-Id", "req-"+strconv.Itoa(id))
 		inner.ServeHTTP(w, r)
+		if e.served != nil {
+			e.served <- struct{}{}
+		}
 	}))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panic test's panic is expected
 	srv.Start()

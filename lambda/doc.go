@@ -58,7 +58,11 @@
 // and with WithMessageGroupTenant a fair queue's message group. A handler
 // finds its call's stored key with StoredKey, to derive the ids it writes
 // and the keys it passes downstream. docs/security.md has the whole threat
-// model.
+// model. A KeyConfig holds an SQS, SNS or HTTP wrapper's key configuration
+// as data (a JSON file, ParseKeyConfig), which the function builds its
+// wrapper from and the idem command reads, so that an operator finds the
+// record of a message (KeyConfig.MessageKey) or a request (RequestKey) as
+// the wrapper keyed it.
 //
 // The payload fingerprint covers the whole payload, or the fields that
 // WithFingerprintSelection (or the runner's idem.WithFingerprintSelection)

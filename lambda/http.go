@@ -90,6 +90,13 @@ type HTTPResponse interface {
 		events.LambdaFunctionURLResponse | events.ALBTargetGroupResponse
 }
 
+// HTTPRequest is the request type of an HTTP wrapper (RESTAPI, HTTPAPI,
+// FunctionURL, ALB), for RequestKey.
+type HTTPRequest interface {
+	events.APIGatewayProxyRequest | events.APIGatewayV2HTTPRequest |
+		events.LambdaFunctionURLRequest | events.ALBTargetGroupRequest
+}
+
 // RESTAPI returns a handler for API Gateway REST APIs (Lambda proxy
 // integration) that makes handler idempotent per Idempotency-Key header; see
 // HTTPAPI for the rules. The response keeps its MultiValueHeaders (a second

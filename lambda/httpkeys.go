@@ -1,9 +1,14 @@
 package idemlambda
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/internal/httprule"
 	"github.com/idemgo/idem/webhook"
 )
@@ -108,4 +113,53 @@ func WithWebhook(sender webhook.Sender) HTTPOption {
 		c.sender = &sender
 		return nil
 	})
+}
+
+// RequestKey returns the stored key of an HTTP request event, given as
+// Lambda sends it (JSON), as the HTTP wrapper of its type Req (RESTAPI for
+// events.APIGatewayProxyRequest, HTTPAPI, FunctionURL, ALB) built with kc's
+// options (KeyConfig.HTTPOptions) computes it in an invocation whose
+// context is ctx: the key sources' values (by default the Idempotency-Key
+// header; with kc.Webhook, the sender's delivery id), hashed with the
+// endpoint and the caller identity the request carries (and kc's identity
+// header), and scoped by the invocation's tenant id (ctx's lambdacontext,
+// if any). Operators' tools use it to find a request's record; no
+// signature is verified. A request without its key's source is an error
+// wrapping ErrMissingKey (the wrapper answered 400, or ran it unkeyed with
+// WithOptionalKey); an unusable source wraps core.ErrInvalidKey, a body a
+// body field cannot be read from core.ErrInvalidPayload, and a caller an
+// authorizer let through that the request does not identify
+// ErrUnidentifiedCaller: the wrapper stored nothing for any of them.
+func RequestKey[Req HTTPRequest](ctx context.Context, kc KeyConfig, event []byte) (string, error) {
+	cfg, err := kc.requestConfig()
+	if err != nil {
+		return "", err
+	}
+	var req Req
+	if err := json.Unmarshal(event, &req); err != nil {
+		return "", fmt.Errorf("idemlambda: the event is not a %T: %w", req, err)
+	}
+	var r httpRequest
+	switch v := any(req).(type) {
+	case events.APIGatewayProxyRequest:
+		r = restRequest(ctx, v)
+	case events.APIGatewayV2HTTPRequest:
+		r = httpAPIRequest(ctx, v)
+	case events.LambdaFunctionURLRequest:
+		r = functionURLRequest(context.WithValue(ctx, urlIAMKey{}, readURLIAM(event)), v)
+	case events.ALBTargetGroupRequest:
+		r = albRequest(ctx, v)
+	}
+	r = cfg.withIdentityHeader(r)
+	var body []byte
+	if httprule.NeedsBody(cfg.keyParts) {
+		if body, err = DecodeBody(r.body, r.base64); err != nil {
+			return "", fmt.Errorf("%w: %w", core.ErrInvalidPayload, err)
+		}
+	}
+	key, err := cfg.requestKey(ctx, r, body)
+	if errors.Is(err, httprule.ErrNoKey) {
+		return "", fmt.Errorf("%w: %w", ErrMissingKey, err)
+	}
+	return key, err
 }

@@ -122,8 +122,13 @@ func (w *httpWrapper[Req, Resp]) serve(ctx context.Context, event Req) (Resp, er
 // request is the event's view, with the identity header of
 // WithIdentityHeader added to the caller identity.
 func (w *httpWrapper[Req, Resp]) request(ctx context.Context, event Req) httpRequest {
-	req := w.fl.request(ctx, event)
-	if name := w.cfg.identityHeader; name != "" {
+	return w.cfg.withIdentityHeader(w.fl.request(ctx, event))
+}
+
+// withIdentityHeader returns req with the identity header of
+// WithIdentityHeader added to its caller identity.
+func (c *config) withIdentityHeader(req httpRequest) httpRequest {
+	if name := c.identityHeader; name != "" {
 		var vals []string
 		for k, vs := range req.multi {
 			if strings.EqualFold(k, name) {
@@ -182,17 +187,10 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 			return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.InvalidSignature, err.Error(), idem.Unauthorized), "", err)
 		}
 	}
-	rk, err := httprule.FindKey(w.cfg.keyParts, w.cfg.endpoint, req.headers, req.multi, body)
-	if err == nil && req.unidentified != nil {
-		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", req.unidentified)
-	}
-	if err == nil {
-		key, err = rk.Stored(req.identity)
-	}
-	if err == nil {
-		key, _, err = tenantScoped(ctx, key)
-	}
+	key, err := w.cfg.requestKey(ctx, req, body)
 	switch {
+	case errors.Is(err, ErrUnidentifiedCaller):
+		return "", nil, w.refuse(ctx, req, httprule.NewAnswer(httprule.Internal, unidentifiedDetail, idem.InvalidKey), "", err)
 	case errors.Is(err, httprule.ErrNoKey) && w.cfg.optionalKey:
 		return "", nil, w.unkeyed(ctx, req, event)
 	case err != nil:
@@ -202,6 +200,28 @@ func (w *httpWrapper[Req, Resp]) admit(ctx context.Context, req httpRequest, eve
 		return "", nil, invalidBody(err)
 	}
 	return key, body, nil
+}
+
+// requestKey returns the stored key of req, whose body (decoded where a
+// key source needs it) is body: its key sources' values (FindKey: by
+// default the Idempotency-Key header), hashed with the caller identity and
+// scoped by the invocation's tenant (ctx). The error wraps httprule.ErrNoKey
+// or core.ErrInvalidKey, or, for a caller an authorizer let through that the
+// request does not identify, ErrUnidentifiedCaller.
+func (c *config) requestKey(ctx context.Context, req httpRequest, body []byte) (string, error) {
+	rk, err := httprule.FindKey(c.keyParts, c.endpoint, req.headers, req.multi, body)
+	if err != nil {
+		return "", err
+	}
+	if req.unidentified != nil {
+		return "", req.unidentified
+	}
+	key, err := rk.Stored(req.identity)
+	if err != nil {
+		return "", err
+	}
+	key, _, err = tenantScoped(ctx, key)
+	return key, err
 }
 
 // unidentifiedDetail is the problem's detail for a caller an authorizer let

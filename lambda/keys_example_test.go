@@ -222,3 +222,44 @@ func ExampleWithKeyBodyField() {
 	// 200 true payment_intent.succeeded
 	// fulfilled: 1
 }
+
+// A function builds its SQS wrapper from its key configuration, the JSON
+// file the idem command also reads; MessageKey then gives the key the
+// wrapper stored a message's record under, as an operator's tool finds it.
+func ExampleParseKeyConfig() {
+	kc, err := idemlambda.ParseKeyConfig([]byte(`{"action":"ship-order","key":["body:order_id"],"envelopes":["sns"]}`))
+	if err != nil {
+		panic(err)
+	}
+	src, err := kc.Source()
+	if err != nil {
+		panic(err)
+	}
+	opts, err := kc.BatchOptions()
+	if err != nil {
+		panic(err)
+	}
+	store := memstore.New()
+	runner, err := idem.New(store)
+	if err != nil {
+		panic(err)
+	}
+	handle, err := idemlambda.SQS(runner, kc.Action, src, func(context.Context, events.SQSMessage) ([]byte, error) { return nil, nil }, opts...)
+	if err != nil {
+		panic(err)
+	}
+	msg := events.SQSMessage{MessageId: "m-1", Body: `{"Type":"Notification","MessageId":"n-1","TopicArn":"arn:aws:sns:us-east-1:123456789012:orders",` +
+		`"Message":"{\"order_id\":\"ord_42\"}"}`}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}}); err != nil {
+		panic(err)
+	}
+	key, err := kc.MessageKey(ctx, msg)
+	if err != nil {
+		panic(err)
+	}
+	rec, err := store.Get(ctx, key, time.Now())
+	fmt.Println(rec.Status, err, idem.HashKey(key))
+	// Output: succeeded <nil> b3b09e8d8fac8a5e
+}

@@ -35,9 +35,10 @@ func WithFingerprintSelection(sel core.Selection) Option {
 }
 
 // selectionFor is the selection a wrapper over runner applies: its own
-// (WithFingerprintSelection), else the runner's.
+// (WithFingerprintSelection), else the runner's (none without a runner: a
+// KeyConfig's wrapper).
 func (c *config) selectionFor(runner *idem.Runner) core.Selection {
-	if c.selectionSet {
+	if c.selectionSet || runner == nil {
 		return c.selection
 	}
 	return runner.FingerprintSelection()

@@ -67,7 +67,8 @@ func (st *stack) handSteps(ctx context.Context, base string) ([]block, error) {
 		return nil, err
 	}
 	dynamo, sqsURL := aws.ToString(st.db.Options().BaseEndpoint), aws.ToString(st.sqs.Options().BaseEndpoint)
-	key := fmt.Sprintf("--sqs-event dlq.json --key-source body:event_id --action %s", orders.LedgerAction)
+	keys := "--key-source body:event_id --action " + orders.LedgerAction // the consumer's key configuration
+	key := "--sqs-event dlq.json " + keys
 	operator := block{title: operatorTitle, steps: []step{
 		{"Use the idem command the demo built (from a clone: go install ./cmd/idem, see the README).",
 			[]string{pathExport(st.binDir)}},
@@ -83,8 +84,8 @@ func (st *stack) handSteps(ctx context.Context, base string) ([]block, error) {
 			[]string{"curl -fsS -X POST " + base + fixPath}},
 		{"Release the key; --fence (inspect's fence line) deletes only the record it showed.",
 			[]string{"idem release " + key + " --fence " + fence + " --yes"}},
-		{"Redrive the dead-letter queue to " + queueName + ": the demo's window shows the consumer run it once.",
-			[]string{"idem dlq redrive --queue-url " + st.q.DLQURL}},
+		{"Redrive the dead-letter queue to " + queueName + " (it releases, fenced, a record that would not run again; --dry-run says what it would do): the demo's window shows the consumer run it once.",
+			[]string{"idem dlq redrive --queue-url " + st.q.DLQURL + " " + keys}},
 	}}
 	order := block{title: orderTitle, steps: []step{
 		{"A key of your own, then the order.", []string{

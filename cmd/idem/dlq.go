@@ -14,15 +14,19 @@ import (
 )
 
 const dlqUsage = `usage: idem dlq peek    --queue-url URL [--max N]
-       idem dlq redrive --queue-url URL [--to URL] [--json]
+       idem dlq redrive --queue-url URL ` + redriveSynopsis + `
 
 peek writes the dead-letter queue's messages (at most --max, 10) to stdout
 as "aws sqs receive-message" prints them, the file "idem inspect
 --sqs-event" reads, and leaves them in the queue (each peek counts as a
 receive). redrive moves every message of the dead-letter queue to --to,
-by default the one queue whose redrive policy names it, as new messages.
-Both take --profile, --region and --endpoint-url (default
-$AWS_ENDPOINT_URL_SQS or $AWS_ENDPOINT_URL).
+by default the one queue whose redrive policy names it, as new messages;
+first, it releases (fenced) the record of each message that would not run
+again on its own (a permanent failure, retries exhausted), computing the
+key with the function's key configuration. --dry-run says what it would
+do and changes nothing. Both take --profile, --region and --endpoint-url
+(default $AWS_ENDPOINT_URL_SQS or $AWS_ENDPOINT_URL; for redrive, the
+endpoint of DynamoDB too).
 `
 
 // sqsFlags are the flags of the dlq commands.
@@ -65,15 +69,16 @@ func (o *sqsFlags) parse(args []string) error {
 	return nil
 }
 
-// client returns an SQS client of the configuration the flags name.
-func (c *cli) sqsClient(ctx context.Context, o *sqsFlags) (*sqs.Client, error) {
-	cfg, err := c.awsConfig(ctx, o.profile, o.region)
+// sqsClient returns an SQS client of the configuration profile, region and
+// endpoint name (each may be empty: the SDK's default).
+func (c *cli) sqsClient(ctx context.Context, profile, region, endpoint string) (*sqs.Client, error) {
+	cfg, err := c.awsConfig(ctx, profile, region)
 	if err != nil {
 		return nil, err
 	}
 	return sqs.NewFromConfig(cfg, func(so *sqs.Options) {
-		if o.endpoint != "" {
-			so.BaseEndpoint = aws.String(o.endpoint)
+		if endpoint != "" {
+			so.BaseEndpoint = aws.String(endpoint)
 		}
 	}), nil
 }
@@ -103,7 +108,7 @@ func (c *cli) dlqPeek(ctx context.Context, args []string) error {
 	if *max < 1 || *max > dlq.MaxPeek {
 		return usageErrorf("--max %d: want 1 to %d", *max, dlq.MaxPeek)
 	}
-	client, err := c.sqsClient(ctx, o)
+	client, err := c.sqsClient(ctx, o.profile, o.region, o.endpoint)
 	if err != nil {
 		return err
 	}
@@ -124,41 +129,4 @@ func (c *cli) dlqPeek(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.stderr, "idem: %s of %s, left in the queue\n", count(len(msgs), "message"), o.queueURL)
 	return nil
-}
-
-// redriveView is what redrive reports.
-type redriveView struct {
-	Moved int    `json:"moved"`
-	From  string `json:"from"`
-	To    string `json:"to"`
-}
-
-func (c *cli) dlqRedrive(ctx context.Context, args []string) error {
-	o := c.sqsFlags("redrive")
-	to := o.fs.String("to", "", "the queue `URL` to move the messages to (default: the one queue whose redrive policy names --queue-url)")
-	asJSON := o.fs.Bool("json", false, "write JSON instead of a sentence")
-	if err := o.parse(args); err != nil {
-		return err
-	}
-	client, err := c.sqsClient(ctx, o)
-	if err != nil {
-		return err
-	}
-	if *to == "" {
-		if *to, err = dlq.SourceQueue(ctx, client, o.queueURL); errors.Is(err, dlq.ErrNoSingleSource) {
-			return usageErrorf("%v: pass --to with the queue to move the messages to", err)
-		} else if err != nil {
-			return err
-		}
-	}
-	n, err := dlq.Redrive(ctx, client, o.queueURL, *to)
-	v := redriveView{Moved: n, From: o.queueURL, To: *to}
-	if *asJSON {
-		if werr := writeJSON(c.stdout, v); werr != nil && err == nil {
-			err = werr
-		}
-		return err
-	}
-	fmt.Fprintf(c.stdout, "moved %s from %s to %s\n", count(n, "message"), v.From, v.To)
-	return err
 }

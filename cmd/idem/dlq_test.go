@@ -20,6 +20,12 @@ import (
 // $AWS_ENDPOINT_URL_SQS (internal/cmd/testenv -sqs moto sets it).
 func sqsFixture(t *testing.T) (*sqs.Client, esm.Queues) {
 	t.Helper()
+	return sqsFixtureWith(t, esm.QueueConfig{VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 2})
+}
+
+// sqsFixtureWith is sqsFixture with the queues' configuration.
+func sqsFixtureWith(t *testing.T, qc esm.QueueConfig) (*sqs.Client, esm.Queues) {
+	t.Helper()
 	if os.Getenv("IDEM_SKIP_INTEGRATION") == "1" {
 		t.Skip("IDEM_SKIP_INTEGRATION=1: SQS integration test skipped")
 	}
@@ -32,7 +38,7 @@ func sqsFixture(t *testing.T) (*sqs.Client, esm.Queues) {
 		t.Fatal(err)
 	}
 	c := sqs.NewFromConfig(cfg)
-	q, err := esm.CreateQueues(t.Context(), c, tableName(), esm.QueueConfig{VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 2})
+	q, err := esm.CreateQueues(t.Context(), c, tableName(), qc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +76,8 @@ func TestDLQ(t *testing.T) {
 		t.Errorf("after peek: %d visible, %d in flight; want the message left visible", visible, inFlight)
 	}
 
-	r = mustCmd(t, exitOK, t0, nil, "dlq", "redrive", "--queue-url", q.DLQURL)
-	if want := fmt.Sprintf("moved 1 message from %s to %s\n", q.DLQURL, q.URL); r.stdout != want {
+	r = mustCmd(t, exitOK, t0, nil, "dlq", "redrive", "--queue-url", q.DLQURL, "--no-release")
+	if want := fmt.Sprintf("moved 1 message from %s to %s (released 0 records first); left 0 in %s\n", q.DLQURL, q.URL, q.DLQURL); !strings.HasSuffix(r.stdout, want) {
 		t.Errorf("redrive printed %q, want %q", r.stdout, want)
 	}
 	if visible, inFlight := queueHolds(t, c, q.DLQURL); visible+inFlight != 0 {
@@ -80,8 +86,8 @@ func TestDLQ(t *testing.T) {
 	if visible, _ := queueHolds(t, c, q.URL); visible != 1 {
 		t.Errorf("after redrive the queue holds %d visible messages, want 1", visible)
 	}
-	v := decodeJSON[redriveView](t, mustCmd(t, exitOK, t0, nil, "dlq", "redrive", "--queue-url", q.DLQURL, "--to", q.URL, "--json").stdout)
-	if v != (redriveView{Moved: 0, From: q.DLQURL, To: q.URL}) {
+	v := decodeJSON[redriveView](t, mustCmd(t, exitOK, t0, nil, "dlq", "redrive", "--queue-url", q.DLQURL, "--to", q.URL, "--no-release", "--json").stdout)
+	if v.Moved != 0 || v.Received != 0 || v.From != q.DLQURL || v.To != q.URL {
 		t.Errorf("second redrive = %+v, want nothing moved", v)
 	}
 	r = mustCmd(t, exitOK, t0, nil, "dlq", "peek", "--queue-url", q.DLQURL)
@@ -89,7 +95,7 @@ func TestDLQ(t *testing.T) {
 		t.Errorf("peek of an empty queue: stderr %q", r.stderr)
 	}
 	// The queue itself is nobody's dead-letter queue: redrive needs --to.
-	r = mustCmd(t, exitUsage, t0, nil, "dlq", "redrive", "--queue-url", q.URL)
+	r = mustCmd(t, exitUsage, t0, nil, "dlq", "redrive", "--queue-url", q.URL, "--no-release")
 	if !strings.Contains(r.stderr, "pass --to with the queue to move the messages to") {
 		t.Errorf("redrive of a queue with no source: stderr %q", r.stderr)
 	}
@@ -107,6 +113,11 @@ func TestDLQUsage(t *testing.T) {
 		{"no queue", []string{"dlq", "peek"}, "no queue: pass --queue-url"},
 		{"bad max", []string{"dlq", "peek", "--queue-url", "http://127.0.0.1:1/q", "--max", "11"}, "--max 11: want 1 to 10"},
 		{"positional", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "extra"}, `unexpected argument "extra"`},
+		{"redrive without a table", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--table=", "--key-source", "body:id", "--action", "a"}, "pass --table (or set IDEM_TABLE)"},
+		{"redrive without keys", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--table", "t1x"}, "or --no-release to move the messages only"},
+		{"redrive of an HTTP configuration", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--table", "t1x", "--key-source", "header:X-Id", "--action", "a"}, "must be an SQS wrapper's"},
+		{"no-release with keys", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--no-release", "--action", "a"}, "takes no key configuration"},
+		{"bad rate", []string{"dlq", "redrive", "--queue-url", "http://127.0.0.1:1/q", "--no-release", "--rate", "-1"}, "--rate, --max and --max-attempts want 0 or more"},
 	}
 	for _, tc := range tests {
 		r := cmd(t, t0, nil, tc.args...)

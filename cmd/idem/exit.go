@@ -26,6 +26,7 @@ const (
 	exitDenied      = 8   // the credentials may not use the table
 	exitConfig      = 9   // no AWS credentials or region, a bad profile, or an endpoint that cannot be reached
 	exitUnavailable = 10  // DynamoDB throttled or unavailable: retry
+	exitLeftBehind  = 11  // a redrive or a bulk release left messages or records behind
 	exitInterrupted = 130 // interrupted (SIGINT, SIGTERM)
 )
 
@@ -55,6 +56,12 @@ func (e *configError) Error() string {
 
 func (e *configError) Unwrap() error { return e.err }
 
+// leftBehindError is a redrive or a bulk release that did not do
+// everything: its report (already written) says what it left and why.
+type leftBehindError struct{ msg string }
+
+func (e *leftBehindError) Error() string { return e.msg }
+
 // notReleasedError is a release the command declined to make.
 type notReleasedError struct{ msg string }
 
@@ -77,6 +84,7 @@ func explain(err error) (int, string) {
 		ue  usageError
 		ce  *configError
 		nre *notReleasedError
+		lbe *leftBehindError
 		se  *ddbstore.Error
 	)
 	table := "the table"
@@ -90,6 +98,8 @@ func explain(err error) (int, string) {
 		return exitConfig, ce.msg
 	case errors.As(err, &nre):
 		return exitNotReleased, nre.msg
+	case errors.As(err, &lbe):
+		return exitLeftBehind, lbe.msg
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted, "interrupted"
 	case errors.Is(err, idem.ErrNotFound):

@@ -35,6 +35,7 @@ type inspectView struct {
 	Table    string      `json:"table"`
 	Source   string      `json:"source"`
 	KeyHash  string      `json:"key_hash"`
+	Key      string      `json:"key,omitempty"` // the key, where it is derived (recordView.Key)
 	Found    bool        `json:"found"`
 	Record   *recordView `json:"record,omitempty"`
 	NextCall *nextCall   `json:"next_call,omitempty"`
@@ -70,7 +71,8 @@ func (k *keyFlags) attemptLimit(n int) (int, error) {
 	return idem.DefaultMaxAttempts, nil
 }
 
-const keySynopsis = "(--key KEY | --sqs-event FILE --key-source SRC --action NAME [--message N] | --http-event FILE --kind rest|httpapi|url)"
+const keySynopsis = "(--key KEY | --sqs-event FILE [--message N] | --http-event FILE --kind rest|httpapi|url|alb) " +
+	"[--key-config FILE | --key-source SRC... [--action NAME] [--envelope sns|eventbridge]... [--group-tenant] [--endpoint NAME] [--webhook SENDER] [--identity-header NAME]] [--tenant ID]"
 
 func (c *cli) inspect(ctx context.Context, args []string) error {
 	o := c.flags("inspect", "--table T "+keySynopsis+" [--max-attempts N] [--json]")
@@ -80,7 +82,7 @@ func (c *cli) inspect(ctx context.Context, args []string) error {
 	if err := o.parse(args); err != nil {
 		return err
 	}
-	key, source, err := k.resolve()
+	key, source, err := k.resolve(&o.layout)
 	if err != nil {
 		return err
 	}
@@ -109,7 +111,10 @@ func (c *cli) inspect(ctx context.Context, args []string) error {
 // read gets key's record and makes its view; without a live record, the
 // error is a *noRecordError and the view says so.
 func (c *cli) read(ctx context.Context, store *ddbstore.Store, key, source string, now time.Time, maxAttempts int) (core.Record, inspectView, error) {
-	v := inspectView{Table: store.Table(), Source: source, KeyHash: idem.HashKey(key)}
+	v := inspectView{Table: store.Table(), Source: source, KeyHash: idem.HashKey(logKey(key))}
+	if core.IsDerivedKey(logKey(key)) {
+		v.Key = logKey(key)
+	}
 	rec, err := store.Get(ctx, key, now)
 	if errors.Is(err, idem.ErrNotFound) {
 		return rec, v, &noRecordError{keyHash: v.KeyHash, table: v.Table}
@@ -123,9 +128,18 @@ func (c *cli) read(ctx context.Context, store *ddbstore.Store, key, source strin
 	return rec, v, nil
 }
 
+// decision is core.Decide for a call with rec's own payload at now. The
+// key is a stand-in: rec was stored under a valid key, and a record listed
+// without --key-prefix holds the store's prefix in its key, which no call
+// would pass (the decision does not otherwise depend on the key).
+func decision(rec core.Record, now time.Time, maxAttempts int) core.Decision {
+	const standIn = "idem-cli:stored-key"
+	return core.Decide(standIn, &rec, rec.Fingerprint, now, core.Policy{MaxAttempts: maxAttempts})
+}
+
 // decide says what a call with rec's own payload would get at now.
 func decide(rec core.Record, now time.Time, maxAttempts int) *nextCall {
-	d := core.Decide(rec.Key, &rec, rec.Fingerprint, now, core.Policy{MaxAttempts: maxAttempts})
+	d := decision(rec, now, maxAttempts)
 	n := &nextCall{Action: d.Action.String(), MaxAttempts: maxAttempts}
 	if maxAttempts == core.NoAttemptLimit {
 		n.MaxAttempts = 0
@@ -173,10 +187,15 @@ func writeRecord(w io.Writer, v inspectView, now time.Time) error {
 	if r.Error != "" {
 		errText = strings.Join(strings.Fields(r.Error), " ")
 	}
-	return table(w, [][]string{
+	rows := [][]string{
 		{"table:", v.Table},
 		{"source:", v.Source},
 		{"key hash:", v.KeyHash},
+	}
+	if v.Key != "" {
+		rows = append(rows, []string{"key:", v.Key})
+	}
+	return table(w, append(rows, [][]string{
 		{"state:", r.State},
 		{"attempts:", strconv.Itoa(r.Attempts)},
 		{"updated:", when(r.UpdatedAt, now)},
@@ -187,7 +206,7 @@ func writeRecord(w io.Writer, v inspectView, now time.Time) error {
 		{"fingerprint:", r.FingerprintPrefix + "…"},
 		{"next call:", next},
 		{"fence:", v.Fence},
-	})
+	}...))
 }
 
 // fenceOf identifies rec as read: its status, attempt and lease token, what

@@ -193,14 +193,17 @@ func TestSQSFileFormats(t *testing.T) {
 	for _, src := range []string{"attribute:EventId", "dedup", "message-id"} {
 		var keys []string
 		for _, doc := range []string{lambdaEvent, received, single} {
-			k := keyFlags{sqsEvent: writeFile(t, "m.json", doc), keySource: src, action: "act"}
-			key, _, err := k.resolve()
+			k := keyFlags{sqsEvent: writeFile(t, "m.json", doc), config: configFlags{sources: repeated{src}, action: "act"}}
+			key, _, err := k.resolve(&layoutFlags{})
 			if err != nil {
 				t.Fatalf("%s: %v", src, err)
 			}
 			keys = append(keys, key)
 		}
-		ks, _ := keySourceOf(src)
+		ks, err := idemlambda.KeyConfig{Key: []string{src}}.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
 		want, err := idemlambda.SQSKey(ks, "act", events.SQSMessage{MessageId: "m-9", Attributes: map[string]string{"MessageDeduplicationId": "d-9"},
 			MessageAttributes: map[string]events.SQSMessageAttribute{"EventId": {StringValue: ptr("e-9"), DataType: "String"}}})
 		if err != nil {

@@ -200,7 +200,7 @@ func scanSummary(scanned int, rcu float64, corrupt, expired int) string {
 
 // continuation says where a scan ended and how to go on.
 func continuation(stopped, next string) string {
-	reason := map[string]string{stoppedLimit: "--limit reached", stoppedMaxRCU: "--max-rcu reached", stoppedInterrupted: "interrupted"}[stopped]
+	reason := map[string]string{stoppedLimit: "--limit reached", stoppedMax: "--max reached", stoppedMaxRCU: "--max-rcu reached", stoppedInterrupted: "interrupted"}[stopped]
 	switch {
 	case next == "":
 		return "end of table"

@@ -21,16 +21,29 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, now: time.Now}
+	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, now: time.Now, sleep: sleepContext}
 	return c.run(ctx, args)
 }
 
-// cli is one run of the command: its streams and its clock, read once per
-// command.
+// cli is one run of the command: its streams, its clock, read once per
+// command, and how it waits (a rate limit's pauses; nil: sleepContext).
 type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	now            func() time.Time
+	sleep          func(context.Context, time.Duration) error
+}
+
+// sleepContext waits for d, or until ctx ends (its error).
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 const usage = `usage: idem COMMAND [FLAGS]
@@ -38,9 +51,11 @@ const usage = `usage: idem COMMAND [FLAGS]
 Commands:
   inspect       show the record of a key, an SQS message or an API request
   list          list records by status or key prefix
-  release       delete a key's record (fenced), so that the key runs again
+  release       delete a key's record (fenced), so that the key runs again;
+                or every record of a state or verdict (--status, --verdict)
   stats         count records by status and result size
-  dlq           peek at a dead-letter queue's messages, or redrive them
+  dlq           peek at a dead-letter queue's messages, or redrive them,
+                releasing the records that would not run again
   create-table  create the table a store needs (on demand, TTL on)
   version       print the command's version (also --version)
 
@@ -48,7 +63,9 @@ Run "idem COMMAND -h" for a command's flags. Exit codes: 0 ok, 1 error,
 2 usage, 3 no record, 4 record changed, 5 not released (not confirmed or
 lease live), 6 table not found, 7 key schema mismatch, 8 access denied,
 9 AWS configuration (no credentials or region, a bad profile, an endpoint
-that cannot be reached), 10 throttled or unavailable, 130 interrupted.
+that cannot be reached), 10 throttled or unavailable, 11 left behind (a
+redrive or a bulk release did not do everything: see its report), 130
+interrupted.
 `
 
 func (c *cli) run(ctx context.Context, args []string) int {
@@ -117,8 +134,20 @@ func (c *cli) flags(name, synopsis string) *common {
 	return o
 }
 
-// parse parses args; positional arguments are a usage error.
+// parse parses args; positional arguments and a missing table are usage
+// errors.
 func (o *common) parse(args []string) error {
+	if err := o.parseArgs(args); err != nil {
+		return err
+	}
+	if o.table == "" {
+		return usageErrorf("no table: pass --table or set IDEM_TABLE")
+	}
+	return nil
+}
+
+// parseArgs parses args; positional arguments are a usage error.
+func (o *common) parseArgs(args []string) error {
 	if err := o.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -127,9 +156,6 @@ func (o *common) parse(args []string) error {
 	}
 	if o.fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q (every value is given with a flag)", o.fs.Arg(0))
-	}
-	if o.table == "" {
-		return usageErrorf("no table: pass --table or set IDEM_TABLE")
 	}
 	return nil
 }

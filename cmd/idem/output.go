@@ -65,7 +65,10 @@ func stateOf(rec core.Record, now time.Time) string {
 // recordView is a record as the commands show it: the key only as its hash
 // (idem.HashKey), the result only as its size.
 type recordView struct {
-	KeyHash           string     `json:"key_hash"`
+	KeyHash string `json:"key_hash"`
+	// Key is the key, where it is a derived key (a hash that holds no user
+	// data, as the wrappers' keys are): the logs' key field.
+	Key               string     `json:"key,omitempty"`
 	Status            string     `json:"status"`
 	State             string     `json:"state"`
 	Attempts          int        `json:"attempts"`
@@ -82,8 +85,9 @@ type recordView struct {
 const fingerprintPrefixLen = 12
 
 func viewOf(rec core.Record, now time.Time) recordView {
+	key := logKey(rec.Key)
 	v := recordView{
-		KeyHash:       idem.HashKey(rec.Key),
+		KeyHash:       idem.HashKey(key),
 		Status:        string(rec.Status),
 		State:         stateOf(rec, now),
 		Attempts:      rec.Attempts,
@@ -94,8 +98,28 @@ func viewOf(rec core.Record, now time.Time) recordView {
 		ResultBytes:   len(rec.Result),
 		ResultOmitted: rec.ResultOmitted,
 	}
+	if core.IsDerivedKey(key) {
+		v.Key = key
+	}
 	v.FingerprintPrefix = rec.Fingerprint[:min(len(rec.Fingerprint), fingerprintPrefixLen)]
 	return v
+}
+
+// derivedKeyLen is the length of a key core.DeriveKey makes.
+const derivedKeyLen = len(core.DerivedKeyPrefix) + 64
+
+// logKey is the key of a record as the runner that wrote it had it, the key
+// its logs name (key_hash is its hash, key the key itself where it is
+// derived): the key itself, or, for a key that ends in a derived key after
+// something else, that derived key. A store's key prefix (ddbstore.
+// WithKeyPrefix) comes before the runner's key, and the wrappers' keys are
+// derived keys; so without --key-prefix, a record's hash is still the one
+// its logs show.
+func logKey(key string) string {
+	if len(key) > derivedKeyLen && core.IsDerivedKey(key[len(key)-derivedKeyLen:]) {
+		return key[len(key)-derivedKeyLen:]
+	}
+	return key
 }
 
 func timePtr(t time.Time) *time.Time {

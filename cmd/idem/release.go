@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/idemgo/idem"
@@ -26,13 +24,15 @@ type releaseView struct {
 }
 
 func (c *cli) release(ctx context.Context, args []string) error {
-	o := c.flags("release", "--table T "+keySynopsis+" [--fence F] [--yes] [--force] [--json]")
+	o := c.flags("release", "--table T ("+keySynopsis+" [--fence F] [--force] | (--status STATE | --verdict V) [--since T] [--until T] [--dry-run] [--rate N] [--max N] [--max-rcu N] [--next TOKEN]) [--yes] [--json]")
 	var k keyFlags
 	k.register(o.fs)
+	var b bulkFlags
+	b.register(o.fs)
 	fence := o.fs.String("fence", "", "delete only the record inspect showed with this `fence` (STATUS/ATTEMPTS/TOKEN)")
 	yes := o.fs.Bool("yes", false, "release without asking for confirmation")
 	force := o.fs.Bool("force", false, "release an in-progress record even while its lease lives (a second execution may then run beside the first)")
-	maxAttempts := o.fs.Int("max-attempts", 0, maxAttemptsUsage)
+	maxAttempts := o.fs.Int("max-attempts", 0, maxAttemptsUsage+"; with --verdict retries_exhausted, idem.DefaultMaxAttempts unless given")
 	cacheTTL := o.fs.Duration("cache-ttl", idem.DefaultCacheTTL, "the runners' WithCacheTTL, for how long a warm process may still replay a released success")
 	if err := o.parse(args); err != nil {
 		return err
@@ -40,7 +40,17 @@ func (c *cli) release(ctx context.Context, args []string) error {
 	if *cacheTTL <= 0 {
 		return usageErrorf("--cache-ttl %v: want a positive duration (the runners' WithCacheTTL)", *cacheTTL)
 	}
-	key, source, err := k.resolve()
+	if b.set() {
+		if k.key != "" || k.sqsEvent != "" || k.httpEvent != "" || *fence != "" || *force {
+			return usageErrorf("--status and --verdict release every record they select: they take no key (--key, --sqs-event, --http-event), --fence or --force")
+		}
+		limit, err := k.attemptLimit(*maxAttempts) // no event: a key's default
+		if err != nil {
+			return err
+		}
+		return c.releaseAll(ctx, o, b, *yes, limit)
+	}
+	key, source, err := k.resolve(&o.layout)
 	if err != nil {
 		return err
 	}
@@ -119,14 +129,5 @@ func (c *cli) mayRelease(rec core.Record, v inspectView, fence string, force, ye
 	if yes {
 		return nil
 	}
-	fmt.Fprintf(c.stderr, "\nRelease (delete) this record? The key's next call runs the handler again. Type yes to confirm: ")
-	answer, _ := bufio.NewReader(c.stdin).ReadString('\n')
-	if !strings.HasSuffix(answer, "\n") {
-		fmt.Fprintln(c.stderr) // end the prompt's line when the answer did not
-	}
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "yes", "y":
-		return nil
-	}
-	return &notReleasedError{"not released: not confirmed (pass --yes to release without asking)"}
+	return c.confirm("Release (delete) this record? The key's next call runs the handler again.")
 }

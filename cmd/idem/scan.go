@@ -28,6 +28,7 @@ const (
 // Reasons a scan stopped before the end of the table.
 const (
 	stoppedLimit       = "limit"
+	stoppedMax         = "max"
 	stoppedMaxRCU      = "max-rcu"
 	stoppedInterrupted = "interrupted"
 )
@@ -111,8 +112,8 @@ const (
 	progressEvery = 5 * time.Second
 )
 
-// progress writes what a scan has read so far to stderr, by the command's
-// clock, unless it is off (--json).
+// progress writes what a scan (or a redrive, a bulk release) has done so
+// far to stderr, by the command's clock, unless it is off (--json).
 type progress struct {
 	w     io.Writer
 	now   func() time.Time
@@ -130,6 +131,14 @@ func newProgress(w io.Writer, now func() time.Time, on bool) *progress {
 }
 
 func (p *progress) update(scanned int, rcu float64, matched int) {
+	p.show(func(elapsed time.Duration) string {
+		return fmt.Sprintf("scanning: %d items, %.1f RCU, %d matching, %s", scanned, rcu, matched, elapsed.Round(time.Second))
+	})
+}
+
+// show writes the line that line makes of the time elapsed, when it is
+// time to (see progress).
+func (p *progress) show(line func(elapsed time.Duration) string) {
 	if !p.on {
 		return
 	}
@@ -138,13 +147,12 @@ func (p *progress) update(scanned int, rcu float64, matched int) {
 	if elapsed < progressAfter {
 		return
 	}
-	line := fmt.Sprintf("scanning: %d items, %.1f RCU, %d matching, %s", scanned, rcu, matched, elapsed.Round(time.Second))
 	switch {
 	case p.tty:
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		fmt.Fprintf(p.w, "\r\033[K%s", line(elapsed))
 		p.shown = true
 	case p.last.IsZero() || t.Sub(p.last) >= progressEvery:
-		fmt.Fprintf(p.w, "idem: %s\n", line)
+		fmt.Fprintf(p.w, "idem: %s\n", line(elapsed))
 	default:
 		return
 	}

@@ -87,7 +87,7 @@ func (c *cli) stats(ctx context.Context, args []string) error {
 	v.Scanned, v.ConsumedRCU, v.Corrupt, v.Next = sc.scanned, sc.consumed, sc.corrupt, sc.next
 	v.Complete = err == nil && v.Next == ""
 	if oldest != nil {
-		v.OldestInProgress = &oldestView{KeyHash: idem.HashKey(oldest.Key), State: stateOf(*oldest, now), Attempts: oldest.Attempts,
+		v.OldestInProgress = &oldestView{KeyHash: idem.HashKey(logKey(oldest.Key)), State: stateOf(*oldest, now), Attempts: oldest.Attempts,
 			UpdatedAt: timePtr(oldest.UpdatedAt), LeaseUntil: timePtr(oldest.LeaseUntil)}
 	}
 	if werr := c.writeStats(o.json, v, now); werr != nil && err == nil {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -186,7 +188,7 @@ func Redrive(ctx context.Context, client RedriveAPI, dlqURL, queueURL string) (i
 			return moved, nil
 		}
 		for _, m := range out.Messages {
-			if err := move(ctx, client, m, dlqURL, queueURL); err != nil {
+			if err := Move(ctx, client, m, dlqURL, queueURL); err != nil {
 				return moved, err
 			}
 			moved++
@@ -194,8 +196,19 @@ func Redrive(ctx context.Context, client RedriveAPI, dlqURL, queueURL string) (i
 	}
 }
 
-// move sends m to queueURL, then deletes it from dlqURL.
-func move(ctx context.Context, client RedriveAPI, m types.Message, dlqURL, queueURL string) error {
+// MoveAPI is the part of the SQS client Move calls.
+type MoveAPI interface {
+	// SendMessage sends the message to the source queue.
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	// DeleteMessage deletes it from the dead-letter queue once sent.
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+// Move sends m, received from dlqURL, to queueURL as a new message (its
+// body and message attributes, and from a FIFO queue its group and
+// deduplication ids), then deletes it from dlqURL: never before its copy
+// is sent. After an error of the delete, the message is in both queues.
+func Move(ctx context.Context, client MoveAPI, m types.Message, dlqURL, queueURL string) error {
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: m.Body, MessageAttributes: m.MessageAttributes}
 	if g, ok := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]; ok {
 		in.MessageGroupId = aws.String(g)
@@ -208,4 +221,22 @@ func move(ctx context.Context, client RedriveAPI, m types.Message, dlqURL, queue
 		return fmt.Errorf("dlq: redrive: delete from %s: %w", dlqURL, err)
 	}
 	return nil
+}
+
+// EventMessage returns m as a Lambda SQS event's record carries it
+// (events.SQSMessage: id, receipt handle, body, system attributes and
+// message attributes), for the key sources and the key configurations
+// that read a message as the wrappers do.
+func EventMessage(m types.Message) events.SQSMessage {
+	em := events.SQSMessage{
+		MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+		Md5OfBody: aws.ToString(m.MD5OfBody), Attributes: maps.Clone(m.Attributes),
+	}
+	if len(m.MessageAttributes) > 0 {
+		em.MessageAttributes = make(map[string]events.SQSMessageAttribute, len(m.MessageAttributes))
+		for name, a := range m.MessageAttributes {
+			em.MessageAttributes[name] = events.SQSMessageAttribute{StringValue: a.StringValue, BinaryValue: a.BinaryValue, DataType: aws.ToString(a.DataType)}
+		}
+	}
+	return em
 }

@@ -4,7 +4,12 @@
 // receive-message` prints them (the input of `idem inspect --sqs-event`),
 // Depth counts a queue's messages, SourceQueue finds the queue whose redrive policy names a dead-letter
 // queue, and Redrive moves a dead-letter queue's messages back to a source
-// queue.
+// queue. For a redrive that decides message by message (cmd/idem's, which
+// releases records first), a Pager pages through a queue of any size, each
+// message once (hidden for its visibility timeout, told apart by id), and
+// makes what it held visible again at the end; Move sends one message back
+// and then deletes it; EventMessage gives a message as a Lambda SQS event
+// carries it, for the key configurations.
 //
 // Redrive receives, sends and deletes, message by message, rather than
 // calling StartMessageMoveTask: the move task is asynchronous, and moto
