@@ -2,8 +2,6 @@ package ddbstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -55,16 +53,7 @@ type resultRef [stepRefSize]byte
 // resultRefOf returns the reference of the result item of a completion
 // under token, of body in encoding, ending at ttl (epoch seconds; 0: never).
 func resultRefOf(token string, body []byte, encoding string, ttl int64) resultRef {
-	h := sha256.New()
-	var n [8]byte
-	for _, part := range [][]byte{[]byte("idem/result/v1"), []byte(token), body, []byte(encoding), []byte(strconv.FormatInt(ttl, 10))} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		h.Write(n[:])
-		h.Write(part)
-	}
-	var ref resultRef
-	copy(ref[:], h.Sum(nil))
-	return ref
+	return shortHash([]byte("idem/result/v1"), []byte(token), body, []byte(encoding), []byte(strconv.FormatInt(ttl, 10)))
 }
 
 // resultItemKey returns the primary key of key's result item ref (see

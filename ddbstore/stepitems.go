@@ -36,17 +36,24 @@ const stepSuffix = "#step#"
 // stepKeyGrowth is what a step item's key adds to its record's.
 const stepKeyGrowth = len(stepSuffix) + 2*stepRefSize
 
-// refOf returns step's reference: SHA-256 over a domain label and the
-// name and result, each preceded by its length as 8 bytes big-endian.
+// refOf returns step's reference: shortHash of a domain label, the name
+// and the result.
 func refOf(step core.Step) stepRef {
+	return shortHash([]byte("idem/step/v1"), []byte(step.Name), step.Result)
+}
+
+// shortHash returns the first stepRefSize bytes of a SHA-256 over parts,
+// each preceded by its length as 8 bytes big-endian: the name of an item
+// of a record's (a step item, a result item) by its content.
+func shortHash(parts ...[]byte) [stepRefSize]byte {
 	h := sha256.New()
 	var n [8]byte
-	for _, part := range [][]byte{[]byte("idem/step/v1"), []byte(step.Name), step.Result} {
+	for _, part := range parts {
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		h.Write(n[:])
 		h.Write(part)
 	}
-	var ref stepRef
+	var ref [stepRefSize]byte
 	copy(ref[:], h.Sum(nil))
 	return ref
 }
