@@ -310,6 +310,9 @@ func TestCallsPerPath(t *testing.T) {
 	}
 	step("first run", want{1, 1, 0}, func() { mustDo(t, ctx, r, "calls:key:1", ok) })
 	step("duplicate of completed", want{1, 0, extra}, func() { mustDo(t, ctx, r, "calls:key:1", ok) })
+	apart := func(context.Context) ([]byte, error) { return randomBytes(2048), nil } // passes the record's KB
+	step("first run, result item", want{1, 2, 0}, func() { mustDo(t, ctx, r, "calls:key:apart", apart) })
+	step("duplicate, result item", want{1, 0, extra + 1}, func() { mustDo(t, ctx, r, "calls:key:apart", apart) })
 
 	// In progress: a lease held by another caller.
 	now := clock.Now()

@@ -197,10 +197,13 @@ func TestSimDynamoAll(t *testing.T) {
 	if st.StepsRecorded == 0 || st.Renewals == 0 || st.Downgrades == 0 || st.Releases == 0 {
 		t.Errorf("stats %+v: the run does not exercise steps, staged writes, renewals, the previous encoding and releases", st)
 	}
-	if n := resultItems(t, store); n == 0 {
-		t.Errorf("the run wrote no result item: it does not exercise results kept apart")
-	} else {
-		t.Logf("%d result items in the table", n)
+	// Results of 1 KB and more pass the record's KB: kept in result items
+	// (or, past an item's limit, in the blob store). The full run has some;
+	// the shorter run under the race detector may have none.
+	n := resultItems(t, store)
+	t.Logf("%d large results recorded, %d result items in the table", st.LargeResults, n)
+	if (st.LargeResults > 0 || !raceEnabled) && n == 0 {
+		t.Errorf("stats %+v: the run wrote no result item: it does not exercise results kept apart", st)
 	}
 }
 

@@ -120,9 +120,10 @@ func (b *faultBlob) count(_ struct{}, _ error, lost bool) {
 	}
 }
 
-// countLarge counts a recorded success whose result is large.
+// countLarge counts a recorded success whose result is large (newResult:
+// 1 KB or more).
 func (s *simulation) countLarge(rec core.Record) {
-	if len(rec.Result) > 64<<10 {
+	if len(rec.Result) >= 1<<10 {
 		s.stats.LargeResults++
 	}
 }
