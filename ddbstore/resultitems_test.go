@@ -271,3 +271,35 @@ func TestRecordWithinOneUnitUpToTheKeyBound(t *testing.T) {
 		t.Errorf("docs/dynamodb.md does not state the bound: keys of up to %d bytes", maxKeyWithinOneUnit)
 	}
 }
+
+// TestResultKeptInTheRecordIsStillRead: a record whose large result is
+// kept in the record itself, as the previous release kept every result that
+// fits the item, is replayed byte for byte, and a new execution past its
+// retention replaces it.
+func TestResultKeptInTheRecordIsStillRead(t *testing.T) {
+	integration(t)
+	f := newFixture(t)
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	r := newRunnerOpts(t, f.store, clock, idem.WithRetention(time.Minute))
+	ctx := context.Background()
+	result := randomBytes(64 << 10)
+	mustDo(t, ctx, r, "inline:key", func(context.Context) ([]byte, error) { return result, nil })
+	record := rawItem(t, f, "inline:key")
+	for _, name := range []string{ddbstore.AttrResultItem, ddbstore.AttrResultSHA256, ddbstore.AttrResultSize, ddbstore.AttrResultOmitted, ddbstore.AttrResultEncoding} {
+		delete(record, name)
+	}
+	record[ddbstore.AttrResult] = &types.AttributeValueMemberB{Value: result}
+	putRaw(t, f, record) // as v0.1.0 wrote it
+	out := mustDo(t, ctx, r, "inline:key", func(context.Context) ([]byte, error) { return nil, errors.New("must not run") })
+	if !out.Replayed || !bytes.Equal(out.Result, result) {
+		t.Fatalf("duplicate of a record holding its result: replayed %v, %d bytes; want the %d bytes", out.Replayed, len(out.Result), len(result))
+	}
+	clock.Advance(2 * time.Minute)
+	out = mustDo(t, ctx, r, "inline:key", func(context.Context) ([]byte, error) { return []byte(`"again"`), nil })
+	if out.Replayed || string(out.Result) != `"again"` {
+		t.Fatalf("call past retention = replayed %v; want a new execution", out.Replayed)
+	}
+	if _, ok := rawItem(t, f, "inline:key")[ddbstore.AttrResult].(*types.AttributeValueMemberB); !ok {
+		t.Errorf("the new execution's small result is not in its record")
+	}
+}
