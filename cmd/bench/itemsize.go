@@ -52,7 +52,7 @@ func (c *capture) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	}
 	got, err := c.API.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading back the updated item: %w", err)
 	}
 	c.mu.Lock()
 	c.written.reserve = capacity.Size(capacity.FromItem(got.Item))
