@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -457,11 +456,8 @@ func storedResult(t *testing.T, f *fixture, key string) (body []byte, encoding s
 	if enc, ok := item[ddbstore.AttrResultEncoding].(*types.AttributeValueMemberS); ok {
 		encoding = enc.Value
 	}
-	if ref, ok := item[ddbstore.AttrResultItem].(*types.AttributeValueMemberB); ok {
-		item, apart = rawItem(t, f, key+"#result#"+hex.EncodeToString(ref.Value)), true
-		if ItemSize := ddbstore.ItemSize(rawItem(t, f, key)); ItemSize > ddbstore.RecordUnit {
-			t.Errorf("record of %s is %d bytes with its result apart, want at most %d", key, ItemSize, ddbstore.RecordUnit)
-		}
+	if itemKey, ok := resultItemKey(t, f, key); ok {
+		item, apart = rawItem(t, f, itemKey), true
 	}
 	if b, ok := item[ddbstore.AttrResult].(*types.AttributeValueMemberB); ok {
 		body = b.Value
