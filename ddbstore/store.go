@@ -241,7 +241,11 @@ func (s *Store) Reserve(ctx context.Context, rec core.Record, prev *core.Record,
 			return err
 		case found && core.SameWrite(existing, rec):
 			return nil
-		case live && !core.Replaceable(existing, prev, now):
+		case live && (len(rec.Steps) == 0 || !core.Replaceable(existing, prev, now)):
+			// Without steps, prev's condition alone refused the write. (A
+			// blocking record's steps are read only where rec may resume
+			// it, so core.Replaceable, which counts them, is asked only
+			// for a reservation that carries them.)
 			return &idem.ConflictError{Existing: existing}
 		case !live && prev != nil:
 			return s.prevGone(rec)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemgo/idem"
@@ -70,12 +71,15 @@ var stepCases = []testCase{
 		e.mustRecordStep(k, "tok-new", email, 13)
 		e.equalSteps("Get after the new holder's step", e.mustGet(k, 14), charge, email)
 	}},
-	{"TakeoverAfterALateStepRefused", "a takeover decided on a record that has since gained a step (the holder's write landed late) conflicts, with the record and its step; decided again on that record, it carries the step", func(e *env) {
+	{"TakeoverAfterALateStepRefused", "a takeover decided on a record that has since gained a step (the holder's write landed late) conflicts, with the record and its step, whatever the takeover's payload; decided again on that record, it carries the step", func(e *env) {
 		k := e.key()
 		e.mustReserve(k, "tok-old", nil, 0, 10)
 		seen := e.mustGet(k, 9)
 		charge := core.Step{Name: "charge", Result: []byte(`"ch_1"`)}
 		e.mustRecordStep(k, "tok-old", charge, 9)
+		// Another payload's reservation carries no steps.
+		other := core.Reserve(k, strings.Repeat("0", len(fp)), "tok-other", &seen, e.at(11), e.at(41), retention)
+		e.conflict(e.s.Reserve(context.Background(), other, &seen, e.at(11)), "tok-old", core.StatusInProgress)
 		_, err := e.reserve(k, "tok-new", &seen, 11, 30)
 		again := e.conflict(err, "tok-old", core.StatusInProgress)
 		e.equalSteps("the conflict's record", again, charge)
