@@ -123,6 +123,15 @@ type ListPage struct {
 	// kept in items of their own; see AttrSteps); they are left out of
 	// Records and not counted as Corrupt.
 	StepItems int
+	// ResultItems is the number of result items returned (the results of
+	// succeeded records kept in items of their own; see AttrResultItem);
+	// they are left out of Records and not counted as Corrupt.
+	ResultItems int
+	// ResultsApart describes, by key, the records of Records whose result
+	// is kept outside the record (in a result item, or in the blob store
+	// with WithLargeResults), which List does not read: such a record has
+	// Result nil and ResultOmitted false. Nil where there is none.
+	ResultsApart map[string]ResultApart
 	// Foreign is the number of items returned that are not the store's by
 	// their key (another sort key value than WithSortKeyFunc gives the key:
 	// another store or entity sharing the table); they are left out of
@@ -195,12 +204,29 @@ func (s *Store) scan(ctx context.Context, op string, in *dynamodb.ScanInput) (*d
 	return out, sp, nil
 }
 
+// ResultApart describes a succeeded record's result kept outside the
+// record (ListPage.ResultsApart).
+type ResultApart struct {
+	// Size is the result's size as stored, in bytes: gzip-compressed
+	// where Encoding is "gzip".
+	Size int64
+	// Encoding is "gzip", or empty for a raw result.
+	Encoding string
+	// InBlobStore is true for a result kept in the blob store
+	// (WithLargeResults), false for one kept in a result item.
+	InBlobStore bool
+}
+
 // collect decodes the store's own items into page's records, counting the
-// others, the step items and those that do not decode.
+// others, the step and result items and those that do not decode.
 func (s *Store) collect(page *ListPage, items []map[string]types.AttributeValue) {
 	for _, item := range items {
 		if s.isStepItem(item) {
 			page.StepItems++
+			continue
+		}
+		if s.isResultItem(item) {
+			page.ResultItems++
 			continue
 		}
 		if !s.owns(item) {
@@ -208,9 +234,21 @@ func (s *Store) collect(page *ListPage, items []map[string]types.AttributeValue)
 			continue
 		}
 		rec, err := s.decode(item)
+		var ref largeRef
+		var apart bool
+		if err == nil {
+			ref, apart, err = s.refOf(item, rec.Status)
+		}
 		if err != nil {
 			page.Corrupt++
 			continue
+		}
+		if apart {
+			if page.ResultsApart == nil {
+				page.ResultsApart = map[string]ResultApart{}
+			}
+			page.ResultsApart[rec.Key] = ResultApart{Size: ref.size, Encoding: ref.encoding, InBlobStore: !ref.inItem}
+			rec.ResultOmitted = false // its flag is for releases that do not read result items
 		}
 		page.Records = append(page.Records, rec)
 	}

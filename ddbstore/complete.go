@@ -37,13 +37,17 @@ const completeCondition = "#st = :in_progress AND #tok = :tok AND (#exp > :now_s
 //     (extendStepItems); then the update is made once more.
 //
 // A result of more than the compression threshold is stored gzip-compressed
-// when that makes it smaller. If the item would still exceed the item size
-// limit, a succeeded record is stored without its result and the returned
-// record has ResultOmitted set, unless WithLargeResults keeps the result in
-// a blob store (written before the record; a failure to write it fails the
-// completion with ErrLargeResult, wrapped in idem.ErrCommitRefused, and
-// writes no record); a failed record's error message is shortened.
-// Completion never fails for size.
+// when that makes it smaller. A result that would still make the record
+// pass a write unit (RecordUnit) it would not pass with a reference is
+// kept in a result item of its own, written first with one PutItem, so
+// that the record's later writes cost what a record without it costs. If
+// even the result item would exceed the item size limit, a succeeded record
+// is stored without its result and the returned record has ResultOmitted
+// set, unless WithLargeResults keeps the result in a blob store. A result
+// item or an object is written before the record; a failure to write it
+// fails the completion (wrapped in idem.ErrCommitRefused; ErrLargeResult
+// for the blob store) and writes no record. A failed record's error
+// message is shortened. Completion never fails for size.
 //
 // If the condition fails and the stored record (from the error, or one
 // consistent GetItem where the server does not return it) is this very
@@ -70,11 +74,15 @@ func (s *Store) Complete(ctx context.Context, rec core.Record) (core.Record, err
 	if len(rec.Steps) > 0 {
 		return s.completeKeeping(ctx, rec)
 	}
-	item, stored, err := s.fitComplete(ctx, op, rec)
+	c, err := s.fitComplete(op, rec)
+	if err == nil {
+		err = s.writeApart(ctx, op, c)
+	}
 	if err != nil {
 		return core.Record{}, refusedCommit(rec, err) // no record written
 	}
-	put := s.completePut(item, rec)
+	stored := c.stored
+	put := s.completePut(c.item, rec)
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
 		ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,

@@ -24,13 +24,15 @@
 // requests share (the replacement of a record, the conditions on prev and
 // on the steps), codec.go the encoding of a record, legacy.go the reading
 // of earlier versions' records, errors.go the translation of AWS errors,
-// large.go results kept in a blob store, layout.go the key schema and the
+// resultitems.go results kept in an item of their own, large.go results
+// kept in a blob store, layout.go the key schema and the
 // attribute names, client.go what the store asks of its client, and
 // table.go the table's creation and checks.
 //
 // # Table
 //
-// One item per key, and one per step of an execution. By default, in a
+// One item per key, one per step of an execution, and one per result that
+// would make its record pass one write unit (RecordUnit). By default, in a
 // table of its own with a string partition key "pk" and no sort key
 // (CreateTable makes one; so do the SAM template and the LocalStack init
 // script); WithSortKey, WithSortKeyFunc, WithKeyPrefix and
@@ -39,7 +41,8 @@
 // lease_until_ms, attempts, attempts_carried (the count a one-write
 // reservation continues), expires_at (the TTL attribute, epoch seconds),
 // updated_at_ms, retryable, error, result (raw or gzip), result_encoding,
-// result_omitted, result_ref/result_sha256/result_size (WithLargeResults),
+// result_omitted, result_item/result_sha256/result_size (a result kept in
+// an item of its own), result_ref/result_sha256/result_size (WithLargeResults),
 // and the steps' steps, step_names, steps_size and steps_until.
 //
 // # Time
@@ -65,7 +68,10 @@
 //	takeover of an expired lease        1 UpdateItem + 1 PutItem
 //	retry of a retryable failure        1 UpdateItem + 1 PutItem
 //
-// Each step (idem.Step) is one PutItem (its item) and one UpdateItem (its
+// A result that would make the record pass one write unit is one PutItem
+// more on its first run (its result item) and one GetItem per replay, so
+// that the record's own writes cost one unit whatever the result. Each
+// step (idem.Step) is one PutItem (its item) and one UpdateItem (its
 // reference) more; a takeover or a retry that carries steps reads their
 // items with one BatchGetItem per 100. Each operation has one path,
 // whatever the client and its IAM policy: a request refused for a

@@ -309,6 +309,9 @@ func TestCallsPerPath(t *testing.T) {
 	}
 	step("first run", want{1, 1, 0}, func() { mustDo(t, ctx, r, "calls:key:1", ok) })
 	step("duplicate of completed", want{1, 0, extra}, func() { mustDo(t, ctx, r, "calls:key:1", ok) })
+	apart := func(context.Context) ([]byte, error) { return randomBytes(2048), nil } // passes the record's KB
+	step("first run, result item", want{1, 2, 0}, func() { mustDo(t, ctx, r, "calls:key:apart", apart) })
+	step("duplicate, result item", want{1, 0, extra + 1}, func() { mustDo(t, ctx, r, "calls:key:apart", apart) })
 
 	// In progress: a lease held by another caller.
 	now := clock.Now()
@@ -380,13 +383,12 @@ func TestLargeResults(t *testing.T) {
 	if err != nil || out.ResultOmitted {
 		t.Fatalf("Do = %+v, %v", out.ResultOmitted, err)
 	}
-	item := rawItem(t, f, "large:compressible")
-	enc, _ := item[ddbstore.AttrResultEncoding].(*types.AttributeValueMemberS)
-	body, _ := item[ddbstore.AttrResult].(*types.AttributeValueMemberB)
-	if enc == nil || enc.Value != "gzip" || body == nil || len(body.Value) >= len(big)/10 {
-		t.Fatalf("stored result: encoding %v, %d bytes; want gzip and far smaller than %d", enc, len(body.Value), len(big))
+	body, enc, apart := storedResult(t, f, "large:compressible")
+	if enc != "gzip" || body == nil || len(body) >= len(big)/10 || !apart {
+		t.Fatalf("stored result: encoding %q, %d bytes, in a result item %v; want gzip, far smaller than %d, and apart (the record passes 1 KB with it)",
+			enc, len(body), apart, len(big))
 	}
-	t.Logf("%d-byte result stored as %d bytes of gzip", len(big), len(body.Value))
+	t.Logf("%d-byte result stored as %d bytes of gzip", len(big), len(body))
 	out, err = r.Do(ctx, "large:compressible", []byte(`{}`), handler(nil))
 	if err != nil || !out.Replayed || !bytes.Equal(out.Result, big) {
 		t.Fatalf("replay: replayed %v, %d bytes, %v; want the %d bytes", out.Replayed, len(out.Result), err, len(big))
@@ -398,7 +400,7 @@ func TestLargeResults(t *testing.T) {
 	if err != nil || !out.ResultOmitted || !bytes.Equal(out.Result, random) {
 		t.Fatalf("Do = omitted %v, %d bytes, %v; want the result returned and flagged as omitted from the store", out.ResultOmitted, len(out.Result), err)
 	}
-	item = rawItem(t, f, "large:incompressible")
+	item := rawItem(t, f, "large:incompressible")
 	if _, ok := item[ddbstore.AttrResult]; ok {
 		t.Errorf("stored item has a result")
 	}
@@ -444,6 +446,23 @@ func TestOversizedReservation(t *testing.T) {
 	if n := f.rec.count("PutItem"); n != 0 {
 		t.Errorf("%d PutItem calls, want none", n)
 	}
+}
+
+// storedResult returns the result of key's succeeded record as stored, in
+// the record or in its result item (apart), and its encoding.
+func storedResult(t *testing.T, f *fixture, key string) (body []byte, encoding string, apart bool) {
+	t.Helper()
+	item := rawItem(t, f, key)
+	if enc, ok := item[ddbstore.AttrResultEncoding].(*types.AttributeValueMemberS); ok {
+		encoding = enc.Value
+	}
+	if itemKey, ok := resultItemKey(t, f, key); ok {
+		item, apart = rawItem(t, f, itemKey), true
+	}
+	if b, ok := item[ddbstore.AttrResult].(*types.AttributeValueMemberB); ok {
+		body = b.Value
+	}
+	return body, encoding, apart
 }
 
 func rawItem(t *testing.T, f *fixture, key string) map[string]types.AttributeValue {

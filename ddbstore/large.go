@@ -42,8 +42,9 @@ const (
 // blob.ErrMismatch; permanent): never wrong bytes. Checked with errors.Is.
 var ErrLargeResult = errors.New("ddbstore: large result in the blob store failed")
 
-// WithLargeResults keeps a succeeded result that does not fit the item even
-// compressed in b, instead of omitting it: Complete writes the object first
+// WithLargeResults keeps a succeeded result that does not fit an item even
+// compressed (neither the record nor a result item of its own: see
+// Complete) in b, instead of omitting it: Complete writes the object first
 // (one Put, of the result as it would have been stored in the item, raw or
 // gzip-compressed) and then the record, which holds the object's name, size
 // and SHA-256 (AttrResultRef, AttrResultSize, AttrResultSHA256) in place of
@@ -90,18 +91,21 @@ func liveAt(now time.Time) loadFunc {
 	return func(stored core.Record) bool { return !stored.Expired(now) }
 }
 
-// largeRef is where a large result is kept: the object's name, SHA-256,
-// size and encoding.
+// largeRef is where a result kept outside its record is: in the blob store
+// (the object's name), or in a result item (inItem, its reference item);
+// and the SHA-256, size and encoding of what it holds.
 type largeRef struct {
 	name, sum, encoding string
 	size                int64
+	item                resultRef
+	inItem              bool
 }
 
 // decodeFor decodes item. If load selects the record, the steps it keeps in
 // step items are read (resolveSteps); otherwise they are left out (Steps
-// nil). If it holds a large result reference and load selects the record
-// (and the store has a blob store), the object is read and checked, and
-// becomes the record's result; otherwise the record is flagged
+// nil). If its result is kept outside the item and load selects the record
+// (and, for the blob store, the store has one), the result is read and
+// checked (loadResultItem, loadLarge); otherwise the record is flagged
 // ResultOmitted, its body not being at hand. Errors are the store's:
 // ErrCorruptRecord, ErrLargeResult, or those of reading step items.
 func (s *Store) decodeFor(ctx context.Context, op string, item map[string]types.AttributeValue, load loadFunc) (core.Record, error) {
@@ -120,37 +124,49 @@ func (s *Store) decodeFor(ctx context.Context, op string, item map[string]types.
 			return core.Record{}, err
 		}
 	}
-	if !has {
+	switch {
+	case !has:
 		return rec, nil
-	}
-	if s.large == nil || !wanted {
+	case !wanted || !ref.inItem && s.large == nil:
 		rec.ResultOmitted = true
 		return rec, nil
+	case ref.inItem:
+		rec.Result, err = s.loadResultItem(ctx, op, rec, ref)
+	default:
+		rec.Result, err = s.loadLarge(ctx, op, ref)
 	}
-	rec.Result, err = s.loadLarge(ctx, op, ref)
 	if err != nil {
 		return core.Record{}, err
 	}
+	rec.ResultOmitted = false
 	return rec, nil
 }
 
-// refOf reads the large result reference of an item with status, if any. A
-// reference that is incomplete, or on a record that is not succeeded, wraps
-// ErrCorruptRecord.
+// refOf reads the reference of an item with status to its result kept
+// outside it, if any: a blob store object's name, or a result item's
+// reference. A reference that is incomplete, names both, or is on a record
+// that is not succeeded, wraps ErrCorruptRecord.
 func (s *Store) refOf(item map[string]types.AttributeValue, status core.Status) (largeRef, bool, error) {
 	n := &s.names
-	if _, ok := item[n.ResultRef]; !ok {
+	_, inBlob := item[n.ResultRef]
+	_, inItem := item[n.ResultItem]
+	if !inBlob && !inItem {
 		return largeRef{}, false, nil
 	}
 	r := itemReader{item: item}
-	ref := largeRef{name: r.str(n.ResultRef, true), sum: r.str(n.ResultSHA256, true), encoding: r.str(n.ResultEncoding, false)}
+	ref := largeRef{name: r.str(n.ResultRef, inBlob), sum: r.str(n.ResultSHA256, true), encoding: r.str(n.ResultEncoding, false), inItem: inItem}
+	if b := r.result(n.ResultItem, ""); inItem && len(b) != len(ref.item) && r.err == nil {
+		r.fail("attribute %s is a reference of %d bytes, want %d", n.ResultItem, len(b), len(ref.item))
+	} else {
+		copy(ref.item[:], b)
+	}
 	size, ok := r.num(n.ResultSize)
 	if !ok && r.err == nil {
 		r.fail("attribute %s missing", n.ResultSize)
 	}
 	ref.size = size
-	if r.err == nil && (ref.name == "" || len(ref.sum) != 64 || size <= 0 || status != core.StatusSucceeded) {
-		r.fail("large result reference of a %s record: object %q, %d bytes, SHA-256 %q", status, ref.name, size, ref.sum)
+	if r.err == nil && (inBlob && (inItem || ref.name == "") || len(ref.sum) != 64 || size <= 0 || status != core.StatusSucceeded) {
+		r.fail("result reference of a %s record: object %q, item %x, %d bytes, SHA-256 %q", status, ref.name, ref.item[:], size, ref.sum)
 	}
 	return ref, r.err == nil, r.err
 }
@@ -198,12 +214,28 @@ func (s *Store) largeError(op, name string, err error) error {
 	return core.MarkPermanent(e)
 }
 
-// fitComplete is fitItem, and with a blob store keeps a succeeded result
-// that does not fit the item there instead of omitting it: it writes the
-// object, and returns the item that points at it only once it is written.
-func (s *Store) fitComplete(ctx context.Context, op string, rec core.Record) (map[string]types.AttributeValue, core.Record, error) {
-	if s.large == nil || rec.Status != core.StatusSucceeded {
-		return s.fitItem(op, rec)
+// completion is a completed record as it is to be stored: its item, the
+// record as stored, and where its result is kept outside the item, what
+// must be written before it (writeApart): a result item (result), or a
+// blob store object (object, its name, and body).
+type completion struct {
+	item   map[string]types.AttributeValue
+	stored core.Record
+	result *apart
+	object string
+	body   []byte
+}
+
+// fitComplete is fitItem, and keeps a succeeded result outside the record
+// where keeping it in costs every later write of the record more: a result
+// that makes the record pass a write unit (RecordUnit) it would not pass
+// with a reference instead goes to a result item of its own; one that does
+// not fit an item goes, with a blob store, to the blob store, and is
+// omitted otherwise. It writes nothing: writeApart does, before the record.
+func (s *Store) fitComplete(op string, rec core.Record) (completion, error) {
+	if rec.Status != core.StatusSucceeded {
+		item, stored, err := s.fitItem(op, rec)
+		return completion{item: item, stored: stored}, err
 	}
 	var body []byte
 	var encoding string
@@ -215,20 +247,40 @@ func (s *Store) fitComplete(ctx context.Context, op string, rec core.Record) (ma
 		return item, ItemSize(item)
 	})
 	if !ok {
-		return nil, core.Record{}, s.fail(op, ErrItemTooLarge, "record without result is %d bytes, at most %d", size, s.maxItem)
+		return completion{}, s.fail(op, ErrItemTooLarge, "record without result is %d bytes, at most %d", size, s.maxItem)
 	}
-	if !stored.ResultOmitted {
-		return item, stored, nil
+	c := completion{item: item, stored: stored}
+	kept := rec
+	kept.ResultOmitted = false
+	if len(body) == 0 {
+		return c, nil
+	}
+	if a, fits := s.apartOf(stored, body, encoding); fits && (stored.ResultOmitted || units(a.record) < units(item)) {
+		return completion{item: a.record, stored: kept, result: &a}, nil
+	}
+	if !stored.ResultOmitted || s.large == nil {
+		return c, nil
 	}
 	largeItem, name, ok := s.largeItem(stored, body, encoding)
 	if !ok {
-		return item, stored, nil // no room even for the reference: omitted, as without a blob store
+		return c, nil // no room even for the reference: omitted, as without a blob store
 	}
-	if err := s.large.Put(ctx, name, body); err != nil {
-		return nil, core.Record{}, s.largeError(op, name, err)
+	return completion{item: largeItem, stored: kept, object: name, body: body}, nil
+}
+
+// writeApart writes what c keeps outside its record: its result item, or
+// its blob store object. A failure is the store's error (ErrLargeResult
+// for the blob store); the caller then writes no record.
+func (s *Store) writeApart(ctx context.Context, op string, c completion) error {
+	switch {
+	case c.result != nil:
+		return s.putResultItem(ctx, op, *c.result)
+	case c.object != "":
+		if err := s.large.Put(ctx, c.object, c.body); err != nil {
+			return s.largeError(op, c.object, err)
+		}
 	}
-	stored.Result, stored.ResultOmitted = rec.Result, false
-	return largeItem, stored, nil
+	return nil
 }
 
 // largeItem returns the item of stored, a succeeded record without its

@@ -72,6 +72,9 @@ type AttributeNames struct {
 	// ResultSize names the large result object's size in bytes (default
 	// AttrResultSize).
 	ResultSize string
+	// ResultItem names the reference of a result kept in an item of its
+	// own (default AttrResultItem).
+	ResultItem string
 	// Steps names the list of completed steps (default AttrSteps).
 	Steps string
 	// StepNames names the set of the steps' names (default AttrStepNames).
@@ -98,6 +101,7 @@ func (n *AttributeNames) fields() []field {
 		{AttrResultRef, &n.ResultRef}, {AttrResultSHA256, &n.ResultSHA256}, {AttrResultSize, &n.ResultSize},
 		{AttrSteps, &n.Steps}, {AttrStepNames, &n.StepNames}, {AttrStepsSize, &n.StepsSize},
 		{AttrAttemptsCarried, &n.AttemptsCarried}, {AttrStepsUntil, &n.StepsUntil},
+		{AttrResultItem, &n.ResultItem},
 	}
 }
 

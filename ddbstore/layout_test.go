@@ -41,6 +41,7 @@ var renamed = ddbstore.AttributeNames{
 	ResultRef:      "body_ref",
 	ResultSHA256:   "body_sha256",
 	ResultSize:     "body_size",
+	ResultItem:     "body_item",
 	Steps:          "recovery_points",
 	StepNames:      "recovery_point_names",
 	StepsSize:      "recovery_points_size",
@@ -66,13 +67,14 @@ var defaultNames = []string{ddbstore.DefaultKeyAttribute, ddbstore.DefaultTTLAtt
 	ddbstore.AttrLeaseToken, ddbstore.AttrLeaseUntil, ddbstore.AttrAttempts, ddbstore.AttrRetryable, ddbstore.AttrError,
 	ddbstore.AttrResult, ddbstore.AttrResultEncoding, ddbstore.AttrResultOmitted, ddbstore.AttrUpdatedAt,
 	ddbstore.AttrResultRef, ddbstore.AttrResultSHA256, ddbstore.AttrResultSize,
-	ddbstore.AttrSteps, ddbstore.AttrStepNames, ddbstore.AttrStepsSize, ddbstore.AttrAttemptsCarried, ddbstore.AttrStepsUntil}
+	ddbstore.AttrSteps, ddbstore.AttrStepNames, ddbstore.AttrStepsSize, ddbstore.AttrAttemptsCarried, ddbstore.AttrStepsUntil,
+	ddbstore.AttrResultItem}
 
 // singleTableNames are the attribute names of singleTable.
 var singleTableNames = []string{"PK", "SK", "ttl", renamed.Status, renamed.Fingerprint, renamed.LeaseToken, renamed.LeaseUntil,
 	renamed.Attempts, renamed.Retryable, renamed.Error, renamed.Result, renamed.ResultEncoding, renamed.ResultOmitted, renamed.UpdatedAt,
 	renamed.ResultRef, renamed.ResultSHA256, renamed.ResultSize,
-	renamed.Steps, renamed.StepNames, renamed.StepsSize, renamed.AttemptsCarried, renamed.StepsUntil}
+	renamed.Steps, renamed.StepNames, renamed.StepsSize, renamed.AttemptsCarried, renamed.StepsUntil, renamed.ResultItem}
 
 func TestLayoutOptions(t *testing.T) {
 	t.Parallel()
@@ -362,15 +364,10 @@ func TestLayoutItemSize(t *testing.T) {
 		return lo
 	}
 	const prefix, skValue = "orders#", "idempotency#"
-	// A succeeded record has these attributes: the key, the sort key, and
-	// the default names' counterparts below.
-	extra := len(prefix) + len("SK") + len(skValue) + (len("PK") - len("pk")) + (len("ttl") - len("expires_at"))
-	for _, pair := range [][2]string{
-		{renamed.Status, ddbstore.AttrStatus}, {renamed.Fingerprint, ddbstore.AttrFingerprint}, {renamed.LeaseToken, ddbstore.AttrLeaseToken},
-		{renamed.Attempts, ddbstore.AttrAttempts}, {renamed.Result, ddbstore.AttrResult}, {renamed.UpdatedAt, ddbstore.AttrUpdatedAt},
-	} {
-		extra += len(pair[0]) - len(pair[1])
-	}
+	// The largest result is kept in a result item, which has these
+	// attributes: the key, the sort key, the TTL attribute and the result.
+	extra := len(prefix) + len("SK") + len(skValue) + (len("PK") - len("pk")) + (len("ttl") - len("expires_at")) +
+		len(renamed.Result) - len(ddbstore.AttrResult)
 	if def, single := largest(), largest(singleTable(prefix, skValue)...); def-single != extra {
 		t.Errorf("largest result kept: %d bytes by default, %d with the single-table layout; difference %d, want %d", def, single, def-single, extra)
 	}

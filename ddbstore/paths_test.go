@@ -237,6 +237,17 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 		}
 		return []pathCall{refused(done, emptyFP), refused(live, emptyFP), refused(done, "another-payload")}
 	},
+	"Acquire: refused by a duplicate's success whose result is kept in a result item": func(e *pathEnv) []pathCall {
+		k := e.key()
+		e.complete(core.Succeed(e.mustAcquire(k, "tok-a", 0, 10, time.Hour), apartResult, e.at(1), time.Hour))
+		return []pathCall{func() error {
+			var ce *idem.ConflictError
+			if _, err := e.acquire(k, emptyFP, "tok-b", 2, 30, time.Hour); !errors.As(err, &ce) || string(ce.Existing.Result) != string(apartResult) {
+				return fmt.Errorf("Acquire = %v, want a conflict with the result", err)
+			}
+			return nil
+		}}
+	},
 	"Acquire: a record past retention that carries a count (a crash, a failure older than the retention)": func(e *pathEnv) []pathCall {
 		crashed, failed := e.key(), e.key()
 		e.mustAcquire(crashed, "tok-a", 0, 1, 10*time.Second)
@@ -284,6 +295,18 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 			return nil
 		}}
 	},
+	"Reserve: refused by a duplicate's success whose result is kept in a result item": func(e *pathEnv) []pathCall {
+		k := e.key()
+		e.complete(core.Succeed(e.mustAcquire(k, "tok-a", 0, 10, time.Hour), apartResult, e.at(1), time.Hour))
+		return []pathCall{func() error {
+			var ce *idem.ConflictError
+			err := e.store.Reserve(context.Background(), core.Reserve(k, emptyFP, "tok-b", nil, e.at(2), e.at(32), time.Hour), nil, e.at(2))
+			if !errors.As(err, &ce) || string(ce.Existing.Result) != string(apartResult) {
+				return fmt.Errorf("Reserve = %v, want a conflict with the result", err)
+			}
+			return nil
+		}}
+	},
 	"Reserve: over prev, which has gone (released): idem.ErrRecordChanged": func(e *pathEnv) []pathCall {
 		k := e.key()
 		e.failed(e.mustAcquire(k, "tok-a", 0, 10, time.Hour), 1, time.Hour)
@@ -314,6 +337,13 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 			calls = append(calls, func() error { _, err := e.store.Complete(context.Background(), out(rec)); return err })
 		}
 		return calls
+	},
+	"Complete: a success whose result would make the record pass 1 KB": func(e *pathEnv) []pathCall {
+		rec := e.mustAcquire(e.key(), "tok-a", 0, 30, time.Hour)
+		return []pathCall{func() error {
+			_, err := e.store.Complete(context.Background(), core.Succeed(rec, apartResult, e.at(1), time.Hour))
+			return err
+		}}
 	},
 	"Complete: a retryable failure with steps": func(e *pathEnv) []pathCall {
 		rec := e.withStep(e.mustAcquire(e.key(), "tok-a", 0, 30, time.Hour), 0)
@@ -362,6 +392,15 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 			return err
 		}}
 	},
+	"CompleteStaged: a success with staged writes whose result would make the record pass 1 KB": func(e *pathEnv) []pathCall {
+		rec := e.mustAcquire(e.key(), "tok-a", 0, 30, time.Hour)
+		staged := types.TransactWriteItem{Put: &types.Put{TableName: strPtr(e.store.Table()),
+			Item: map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: rec.Key + "#order"}}}}
+		return []pathCall{func() error {
+			_, err := e.store.CompleteStaged(context.Background(), core.Succeed(rec, apartResult, e.at(1), time.Hour), []any{staged})
+			return err
+		}}
+	},
 	"RecordStep: a step (idem.Step)": func(e *pathEnv) []pathCall {
 		rec := e.mustAcquire(e.key(), "tok-a", 0, 30, time.Hour)
 		return []pathCall{func() error { e.withStep(rec, 1); return nil }}
@@ -374,6 +413,17 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 		k := e.key()
 		e.withStep(e.mustAcquire(k, "tok-a", 0, 30, time.Hour), 0)
 		return []pathCall{func() error { _, err := e.store.Get(context.Background(), k, e.at(1)); return err }}
+	},
+	"Get: a success whose result is kept in a result item": func(e *pathEnv) []pathCall {
+		k := e.key()
+		e.complete(core.Succeed(e.mustAcquire(k, "tok-a", 0, 30, time.Hour), apartResult, e.at(1), time.Hour))
+		return []pathCall{func() error {
+			got, err := e.store.Get(context.Background(), k, e.at(2))
+			if err == nil && string(got.Result) != string(apartResult) {
+				return fmt.Errorf("Get = %d bytes, want the %d of the result", len(got.Result), len(apartResult))
+			}
+			return err
+		}}
 	},
 	"Release: an operator's release, or the holder's (core.MarkNoRecord)": func(e *pathEnv) []pathCall {
 		k := e.key()
@@ -409,6 +459,10 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 }
 
 func strPtr(s string) *string { return &s }
+
+// apartResult is a result that would make its record pass 1 KB: 2 KB that
+// do not compress.
+var apartResult = randomBytes(2048)
 
 // pathRow is a row of the page's table.
 type pathRow struct {
@@ -452,7 +506,7 @@ func pathTables(t *testing.T) ([]pathRow, map[string]string) {
 	}
 	conds := map[string]string{}
 	for _, cells := range markdownTable(t, string(raw), "<!-- operation-conditions:", 2) {
-		conds[strings.Trim(cells[0], "`")] = strings.Trim(cells[1], "`")
+		conds[strings.Trim(cells[0], "`")] = strings.TrimPrefix(strings.Trim(cells[1], "`"), "none") // an unconditional request
 	}
 	return rows, conds
 }

@@ -41,7 +41,7 @@ type previousAnswer struct {
 
 // TestPreviousReleaseReadsThisOnesRecords: during a rolling deployment (or
 // after a rollback), v0.1.0 calls meet the records this release writes:
-// successes (raw, compressed, omitted), a permanent failure, a retryable
+// successes (raw, compressed, omitted, kept in a result item), a permanent failure, a retryable
 // failure and a crashed holder whose steps are referenced from the record
 // (which v0.1.0 cannot read), and a live lease. v0.1.0 never runs a
 // completed key again, never answers bytes other than those recorded (a
@@ -62,7 +62,7 @@ func TestPreviousReleaseReadsThisOnesRecords(t *testing.T) {
 	compressible := bytes.Repeat([]byte(`{"sku":"SKU-000001","qty":1},`), 1000)
 	noise := make([]byte, 500<<10)
 	_, _ = rand.Read(noise)
-	results := map[string][]byte{"done:small": []byte(`{"ok":1}`), "done:gzip": compressible, "done:omitted": noise}
+	results := map[string][]byte{"done:small": []byte(`{"ok":1}`), "done:gzip": compressible, "done:omitted": noise, "done:apart": noise[:4096]}
 	for key, result := range results {
 		if out, err := runner.Do(context.Background(), key, payload, func(context.Context) ([]byte, error) { return result, nil }); err != nil {
 			t.Fatalf("%s: %v, %v", key, out.Verdict, err)
@@ -95,9 +95,9 @@ func TestPreviousReleaseReadsThisOnesRecords(t *testing.T) {
 	if err := f.store.RecordStep(context.Background(), "crashed:steps", "tok-crashed", core.Step{Name: "charge", Result: []byte(`"ch_1"`)}, now); err != nil {
 		t.Fatal(err)
 	}
-	before := storedRecords(t, f.store, now, "done:small", "done:gzip", "done:omitted", "failed:permanent")
+	before := storedRecords(t, f.store, now, "done:small", "done:gzip", "done:omitted", "done:apart", "failed:permanent")
 
-	keys := []string{"done:small", "done:gzip", "done:omitted", "failed:permanent", "failed:steps", "held:live", "crashed:steps"}
+	keys := []string{"done:small", "done:gzip", "done:omitted", "done:apart", "failed:permanent", "failed:steps", "held:live", "crashed:steps"}
 	answers := runPrevious(t, bin, f.table, now.Add(2*time.Minute), keys, string(payload))
 	for _, a := range answers {
 		t.Logf("v0.1.0 on %s: %s, ran %v, %d result bytes, omitted %v, steps %+v, error %q", a.Key, a.Verdict, a.Ran, len(a.Result), a.Omitted, a.Steps, a.Err)
@@ -108,6 +108,9 @@ func TestPreviousReleaseReadsThisOnesRecords(t *testing.T) {
 		if want, ok := results[a.Key]; ok && a.Result != nil && !bytes.Equal(a.Result, want) {
 			t.Errorf("%s: v0.1.0 answered %d bytes other than the %d recorded", a.Key, len(a.Result), len(want))
 		}
+		if a.Key == "done:apart" && (a.Verdict != "replayed" || !a.Omitted || a.Result != nil) {
+			t.Errorf("done:apart: v0.1.0 answered %s, omitted %v, %d bytes; want a replay without the body it cannot read", a.Verdict, a.Omitted, len(a.Result))
+		}
 		if a.Key == "held:live" && a.Ran {
 			t.Errorf("held:live: v0.1.0 ran the handler beside a live lease")
 		}
@@ -117,7 +120,7 @@ func TestPreviousReleaseReadsThisOnesRecords(t *testing.T) {
 			}
 		}
 	}
-	after := storedRecords(t, f.store, now, "done:small", "done:gzip", "done:omitted", "failed:permanent")
+	after := storedRecords(t, f.store, now, "done:small", "done:gzip", "done:omitted", "done:apart", "failed:permanent")
 	for key, rec := range before {
 		if got := after[key]; !core.SameWrite(got, rec) || !bytes.Equal(got.Result, rec.Result) {
 			t.Errorf("%s: stored %v after v0.1.0's call, was %v", key, got, rec)

@@ -88,7 +88,7 @@ func (s *Store) recordPlaceholders() map[string]string {
 		"#tok": n.LeaseToken, "#lease": n.LeaseUntil, "#att": n.Attempts, "#carried": n.AttemptsCarried,
 		"#retry": n.Retryable, "#err": n.Error, "#res": n.Result, "#enc": n.ResultEncoding,
 		"#omit": n.ResultOmitted, "#upd": n.UpdatedAt,
-		"#ref": n.ResultRef, "#sha": n.ResultSHA256, "#size": n.ResultSize}
+		"#ref": n.ResultRef, "#sha": n.ResultSHA256, "#size": n.ResultSize, "#rit": n.ResultItem}
 }
 
 // replacement writes to b the update expression that makes a record into

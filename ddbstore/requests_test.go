@@ -62,7 +62,7 @@ func TestRequestPartsShared(t *testing.T) {
 	in := s.acquireInput(s.encode(normalize(rec), nil, ""), normalize(rec), now, core.Policy{})
 	const want = "SET #att = if_not_exists(#carried, :zero) + :one, #carried = if_not_exists(#carried, :zero) + :one, " +
 		"#exp = :set_exp, #fp = :set_fp, #lease = :set_lease, #st = :set_st, #tok = :set_tok, #upd = :set_upd " +
-		"REMOVE #enc, #err, #omit, #ref, #res, #retry, #sha, #size"
+		"REMOVE #enc, #err, #omit, #ref, #res, #retry, #rit, #sha, #size"
 	if got := aws.ToString(in.UpdateExpression); got != want {
 		t.Errorf("update expression\n got %s\nwant %s", got, want)
 	}

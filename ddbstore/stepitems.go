@@ -36,26 +36,39 @@ const stepSuffix = "#step#"
 // stepKeyGrowth is what a step item's key adds to its record's.
 const stepKeyGrowth = len(stepSuffix) + 2*stepRefSize
 
-// refOf returns step's reference: SHA-256 over a domain label and the
-// name and result, each preceded by its length as 8 bytes big-endian.
+// refOf returns step's reference: shortHash of a domain label, the name
+// and the result.
 func refOf(step core.Step) stepRef {
+	return shortHash([]byte("idem/step/v1"), []byte(step.Name), step.Result)
+}
+
+// shortHash returns the first stepRefSize bytes of a SHA-256 over parts,
+// each preceded by its length as 8 bytes big-endian: the name of an item
+// of a record's (a step item, a result item) by its content.
+func shortHash(parts ...[]byte) [stepRefSize]byte {
 	h := sha256.New()
 	var n [8]byte
-	for _, part := range [][]byte{[]byte("idem/step/v1"), []byte(step.Name), step.Result} {
+	for _, part := range parts {
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		h.Write(n[:])
 		h.Write(part)
 	}
-	var ref stepRef
+	var ref [stepRefSize]byte
 	copy(ref[:], h.Sum(nil))
 	return ref
 }
 
-// stepItemKey returns the primary key of key's step item ref: the record's
-// partition key followed by the suffix (a table without a sort key), or
-// the record's partition key and its sort key followed by the suffix.
+// stepItemKey returns the primary key of key's step item ref (see
+// childKey).
 func (s *Store) stepItemKey(key string, ref stepRef) map[string]types.AttributeValue {
-	suffix := stepSuffix + hex.EncodeToString(ref[:])
+	return s.childKey(key, stepSuffix+hex.EncodeToString(ref[:]))
+}
+
+// childKey returns the primary key of an item of key's record (a step
+// item, a result item) whose key ends with suffix: the record's partition
+// key followed by it (a table without a sort key), or the record's
+// partition key and its sort key followed by it.
+func (s *Store) childKey(key, suffix string) map[string]types.AttributeValue {
 	if s.sortAttr == "" {
 		return map[string]types.AttributeValue{s.keyAttr: &types.AttributeValueMemberS{Value: s.prefix + key + suffix}}
 	}
@@ -98,20 +111,26 @@ func stepOfValue(v *types.AttributeValueMemberM) (core.Step, error) {
 // key (the partition key, or the sort key where the table has one) ends
 // with stepSuffix and a reference, and it has a steps list and no status.
 func (l *layout) isStepItem(item map[string]types.AttributeValue) bool {
+	return l.isChildItem(item, stepSuffix) && item[l.names.Steps] != nil
+}
+
+// isChildItem reports whether item's key (the partition key, or the sort
+// key where the table has one) ends with suffix and the hex of a
+// reference, and it has no status: an item of a record's (childKey).
+func (l *layout) isChildItem(item map[string]types.AttributeValue, suffix string) bool {
 	name := l.keyAttr
 	if l.sortAttr != "" {
 		name = l.sortAttr
 	}
+	growth := len(suffix) + 2*stepRefSize
 	k, ok := item[name].(*types.AttributeValueMemberS)
-	if !ok || len(k.Value) < stepKeyGrowth || k.Value[len(k.Value)-stepKeyGrowth:][:len(stepSuffix)] != stepSuffix {
+	if !ok || len(k.Value) < growth || k.Value[len(k.Value)-growth:][:len(suffix)] != suffix {
 		return false
 	}
 	if _, err := hex.DecodeString(k.Value[len(k.Value)-2*stepRefSize:]); err != nil {
 		return false
 	}
-	_, steps := item[l.names.Steps]
-	_, status := item[l.names.Status]
-	return steps && !status
+	return item[l.names.Status] == nil
 }
 
 // checkStepItem returns nil if key's step item for step fits DynamoDB's key

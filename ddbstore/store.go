@@ -202,8 +202,9 @@ func (s *Store) fail(op string, sentinel error, format string, args ...any) erro
 //
 // A blocking record that is rec itself (an earlier try's whose answer was
 // lost) answers nil; a live one, a *idem.ConflictError: with its result
-// where a duplicate replays it and the result is kept in the blob store
-// (WithLargeResults; one Get, checked), with its steps where rec may
+// where a duplicate replays it and the result is kept in a result item (one
+// consistent GetItem, checked) or in the blob store (WithLargeResults; one
+// Get, checked), with its steps where rec may
 // resume it (core.Resumable), and without them otherwise. No live record
 // answers, with prev, an error wrapping idem.ErrRecordChanged (prev went),
 // and without prev (it expired or was deleted in between) the write once
@@ -411,9 +412,9 @@ func (s *Store) getItem(ctx context.Context, op, key string) (map[string]types.A
 // Get implements idem.Store.Get with one consistent GetItem. A record whose
 // retention has ended at now (its TTL attribute, in seconds, is at or before
 // now) is reported as idem.ErrNotFound even if DynamoDB has not deleted it.
-// A live succeeded record whose result is kept in the blob store
-// (WithLargeResults) is returned with it, read with one Get and checked; a
-// live record's steps kept in step items are read with one BatchGetItem per
+// A live succeeded record whose result is kept in a result item or in the
+// blob store (WithLargeResults) is returned with it, read with one
+// consistent GetItem or one Get and checked; a live record's steps kept in step items are read with one BatchGetItem per
 // 100 of them.
 func (s *Store) Get(ctx context.Context, key string, now time.Time) (core.Record, error) {
 	const op = "get"

@@ -182,9 +182,11 @@ func targetOf(table string, key map[string]types.AttributeValue) string {
 // items in order. Its ClientRequestToken is derived from the lease token,
 // the attempt and the outcome's time, so DynamoDB answers a commit retried
 // within ten minutes as it answered the first, without applying it again. A result too large for
-// the item is handled as Complete handles it (fitComplete): kept in the
-// blob store, written before the transaction, with WithLargeResults, and
-// omitted otherwise; the record's item counts towards MaxTransactSize.
+// the record is handled as Complete handles it (fitComplete): kept in a
+// result item of its own, or past the item size limit in the blob store
+// with WithLargeResults (omitted otherwise), written before the
+// transaction and outside it; the record's item counts towards
+// MaxTransactSize.
 //
 // If the transaction is cancelled (TransactionCanceledException), its
 // reasons are read once, here: the record's condition failed and the
@@ -221,13 +223,17 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 	if err != nil {
 		return core.Record{}, err
 	}
-	item, stored, err := s.fitComplete(ctx, op, normalize(rec))
+	c, err := s.fitComplete(op, normalize(rec))
 	if err != nil {
 		return core.Record{}, refusedCommit(rec, err) // no record written
 	}
+	item, stored := c.item, c.stored
 	if size := ItemSize(item); total+size > MaxTransactSize {
 		return core.Record{}, &idem.StagedWriteError{Index: -1, Err: fmt.Errorf("%w: staged items (%d bytes) and the record (%d) exceed %d bytes",
 			idem.ErrStagedLimit, total, size, MaxTransactSize)}
+	}
+	if err := s.writeApart(ctx, op, c); err != nil {
+		return core.Record{}, refusedCommit(rec, err) // no record written
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems:      append([]types.TransactWriteItem{{Put: s.completePut(item, rec)}}, items...),

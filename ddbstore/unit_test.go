@@ -322,12 +322,13 @@ func TestCompleteSizes(t *testing.T) {
 		rec      core.Record
 		encoding string // "" raw, "gzip"
 		omitted  bool
+		apart    bool // in a result item: the record would pass 1 KB with it
 	}{
-		{"small raw", succeeded("tok", []byte(`{"x":1}`)), "", false},
-		{"at threshold raw", succeeded("tok", bytes.Repeat([]byte("a"), ddbstore.DefaultCompressionThreshold)), "", false},
-		{"compressible above threshold", succeeded("tok", compressible), "gzip", false},
-		{"incompressible above threshold kept raw", succeeded("tok", small), "", false},
-		{"incompressible too large", succeeded("tok", random), "", true},
+		{"small raw", succeeded("tok", []byte(`{"x":1}`)), "", false, false},
+		{"at threshold raw", succeeded("tok", bytes.Repeat([]byte("a"), ddbstore.DefaultCompressionThreshold)), "", false, true},
+		{"compressible above threshold", succeeded("tok", compressible), "gzip", false, false}, // within 1 KB compressed
+		{"incompressible above threshold kept raw", succeeded("tok", small), "", false, true},
+		{"incompressible too large", succeeded("tok", random), "", true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,12 +338,22 @@ func TestCompleteSizes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			item := f.puts[0].Item
+			record := f.puts[len(f.puts)-1].Item
+			item := record // the item that holds the result
+			if _, apart := record[ddbstore.AttrResultItem]; apart != tc.apart || len(f.puts) != map[bool]int{false: 1, true: 2}[tc.apart] {
+				t.Fatalf("%d PutItem, result item referenced %v; want it %v", len(f.puts), apart, tc.apart)
+			}
+			if tc.apart {
+				item = f.puts[0].Item
+				if size := ddbstore.ItemSize(record); size > ddbstore.RecordUnit {
+					t.Errorf("record of %d bytes with its result apart, want at most %d", size, ddbstore.RecordUnit)
+				}
+			}
 			if size := ddbstore.ItemSize(item); size > ddbstore.DefaultMaxItemSize {
 				t.Errorf("item size %d > %d", size, ddbstore.DefaultMaxItemSize)
 			}
 			enc := ""
-			if e, ok := item[ddbstore.AttrResultEncoding].(*types.AttributeValueMemberS); ok {
+			if e, ok := record[ddbstore.AttrResultEncoding].(*types.AttributeValueMemberS); ok {
 				enc = e.Value
 			}
 			_, hasResult := item[ddbstore.AttrResult]
@@ -356,8 +367,13 @@ func TestCompleteSizes(t *testing.T) {
 				return
 			}
 			// What Get decodes is what was completed.
-			f.get = func(int, *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
-				return &dynamodb.GetItemOutput{Item: item}, nil
+			f.get = func(_ int, in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
+				for _, it := range []map[string]types.AttributeValue{record, item} {
+					if describe(in.Key) == describe(map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: it[ddbstore.DefaultKeyAttribute]}) {
+						return &dynamodb.GetItemOutput{Item: it}, nil
+					}
+				}
+				return &dynamodb.GetItemOutput{}, nil
 			}
 			back, err := s.Get(context.Background(), tc.rec.Key, t0)
 			if err != nil || !bytes.Equal(back.Result, tc.rec.Result) || !bytes.Equal(got.Result, tc.rec.Result) {

@@ -352,6 +352,7 @@ var cases = []testCase{
 			e.equalRecord(fmt.Sprintf("case %d: Get", i), got, done)
 		}
 	}},
+	{"LargeResultsReplayTheirBytes", "results of 100 bytes, 4 KiB, 64 KiB and 300 KiB that do not compress are replayed by the conflict and Get as stored (or flagged ResultOmitted without bytes, never other bytes); once the record's retention ends the key runs afresh, and the new result is replayed, not the old", largeResultsReplay},
 	{"ReserveRace", "Racers goroutines reserve one absent key at once: exactly one wins, every other gets a conflict, and Get shows the winner's record", func(e *env) {
 		k := e.key()
 		winners := race(e, func(i int) error {
@@ -453,4 +454,50 @@ func gonePrevRefused(e *env) {
 		e.t.Fatal(err)
 	}
 	e.equalRecord("Get of the fresh record", got, fresh)
+}
+
+// noise returns n random bytes, which do not compress.
+func noise(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return b
+}
+
+// largeResultsReplay is the case LargeResultsReplayTheirBytes.
+func largeResultsReplay(e *env) {
+	for _, size := range []int{100, 4 << 10, 64 << 10, 300 << 10} {
+		k := e.key()
+		first, second := noise(size), noise(size)
+		rec := core.Reserve(k, fp, "tok-a", nil, e.at(0), e.at(30), 10*time.Second)
+		if err := e.s.Reserve(context.Background(), rec, nil, e.at(0)); err != nil {
+			e.t.Fatal(err)
+		}
+		e.mustComplete(core.Succeed(rec, first, e.at(1), 10*time.Second)) // expires at t0+11
+		_, err := e.reserve(k, "tok-b", nil, 2, 30)
+		e.replays(fmt.Sprintf("%d bytes: the conflict", size), e.conflict(err, "tok-a", core.StatusSucceeded), first)
+		got, err := e.get(k, 3)
+		if err != nil {
+			e.t.Fatalf("%d bytes: Get = %v", size, err)
+		}
+		e.replays(fmt.Sprintf("%d bytes: Get", size), got, first)
+		again := e.mustReserve(k, "tok-c", nil, 12, 30)
+		if again.Attempts != 1 {
+			e.t.Fatalf("%d bytes: attempts after retention = %d, want 1", size, again.Attempts)
+		}
+		e.mustComplete(core.Succeed(again, second, e.at(13), retention))
+		_, err = e.reserve(k, "tok-d", nil, 14, 30)
+		e.replays(fmt.Sprintf("%d bytes: the conflict after a second execution", size), e.conflict(err, "tok-c", core.StatusSucceeded), second)
+	}
+}
+
+// replays fails unless got, a succeeded record, holds want, or no bytes
+// and ResultOmitted.
+func (e *env) replays(what string, got core.Record, want []byte) {
+	e.t.Helper()
+	if got.ResultOmitted && got.Result == nil {
+		return
+	}
+	if got.ResultOmitted || !bytes.Equal(got.Result, want) {
+		e.t.Fatalf("%s: %d bytes (omitted %v), want the %d stored", what, len(got.Result), got.ResultOmitted, len(want))
+	}
 }

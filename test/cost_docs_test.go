@@ -71,21 +71,23 @@ func TestCostFigures(t *testing.T) {
 		t.Error("docs/cost.md's per-event table has no row for a transient failure retried inside the call (`retry_in_call`)")
 	}
 
-	// The Powertools table: a first run and a duplicate on demand, per million, for each.
-	for _, row := range tableRows(t, md, "| result (JSON) |", 5) {
-		first, dup, dollars := strings.Split(row[2], " / "), strings.Split(row[3], " / "), strings.Split(row[4], " / ")
-		if len(first) != 2 || len(dup) != 2 || len(dollars) != 2 {
+	// The Powertools table: a first run and a duplicate (its writes and reads) on demand,
+	// per million, for each.
+	for _, row := range tableRows(t, md, "| result (JSON) |", 6) {
+		first, dup, reads, dollars := strings.Split(row[2], " / "), strings.Split(row[3], " / "), strings.Split(row[4], " / "), strings.Split(row[5], " / ")
+		if len(first) != 2 || len(dup) != 2 || len(reads) != 2 || len(dollars) != 2 {
 			t.Errorf("row %q: want idem / Powertools in each cell", row[0])
 			continue
 		}
 		for k := range 2 {
 			a, err1 := strconv.ParseFloat(first[k], 64)
 			b, err2 := strconv.ParseFloat(dup[k], 64)
-			if err1 != nil || err2 != nil {
-				t.Errorf("row %q: units %q, %q", row[0], first[k], dup[k])
+			r, err3 := strconv.ParseFloat(reads[k], 64)
+			if err1 != nil || err2 != nil || err3 != nil {
+				t.Errorf("row %q: units %q, %q, %q", row[0], first[k], dup[k], reads[k])
 				continue
 			}
-			checkFigure(t, "Powertools table, row "+row[0], dollars[k], (a+b)*names["write"]*1e6)
+			checkFigure(t, "Powertools table, row "+row[0], dollars[k], ((a+b)*names["write"]+r*names["read"])*1e6)
 			checked++
 		}
 	}

@@ -140,7 +140,7 @@ func (e *capEnv) do(r *idem.Runner, name string, events int, want idem.Verdict, 
 // that need moto (transactions, S3) on the moto env when there is one.
 func capabilities(dyn, moto *capEnv) ([]capRow, error) {
 	var rows []capRow
-	for _, part := range []func(*capEnv) ([]capRow, error){stepRows, renewalRows, waitRows, wrapperRows, retryRows} {
+	for _, part := range []func(*capEnv) ([]capRow, error){stepRows, renewalRows, waitRows, wrapperRows, retryRows, resultRows} {
 		r, err := part(dyn)
 		if err != nil {
 			return nil, err

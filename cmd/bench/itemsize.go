@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/ddbstore"
@@ -22,16 +21,27 @@ import (
 func units(u float64) int { return int(u) }
 
 // capture is a ddbstore.API that records the size of every item written:
-// an item put, and the item an update leaves (a first execution's
-// reservation is one UpdateItem, whose input holds no item), read back.
+// the reservation's (read back after the acquisition's UpdateItem, which
+// does not send the whole item), the record's put, and a result item's
+// (the one put without a condition).
 type capture struct {
 	ddbstore.API
-	mu    sync.Mutex
-	sizes []int // guarded by mu
+	mu      sync.Mutex
+	written itemsWritten // guarded by mu
 }
 
+// itemsWritten are the sizes of the items of a first execution.
+type itemsWritten struct{ reserve, complete, result int }
+
 func (c *capture) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	c.record(in.Item)
+	size := capacity.Size(capacity.FromItem(in.Item))
+	c.mu.Lock()
+	if in.ConditionExpression == nil {
+		c.written.result = size
+	} else {
+		c.written.complete = size
+	}
+	c.mu.Unlock()
 	return c.API.PutItem(ctx, in, opts...)
 }
 
@@ -44,22 +54,18 @@ func (c *capture) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	if err != nil {
 		return nil, fmt.Errorf("reading back the updated item: %w", err)
 	}
-	c.record(got.Item)
+	c.mu.Lock()
+	c.written.reserve = capacity.Size(capacity.FromItem(got.Item))
+	c.mu.Unlock()
 	return out, nil
 }
 
-func (c *capture) record(item map[string]types.AttributeValue) {
-	c.mu.Lock()
-	c.sizes = append(c.sizes, capacity.Size(capacity.FromItem(item)))
-	c.mu.Unlock()
-}
-
-func (c *capture) take() []int {
+func (c *capture) take() itemsWritten {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.sizes
-	c.sizes = nil
-	return s
+	w := c.written
+	c.written = itemsWritten{}
+	return w
 }
 
 // itemSizeRow is the record written for one result.
@@ -69,6 +75,11 @@ type itemSizeRow struct {
 	Compression   string `json:"compression"`
 	ReserveBytes  int    `json:"reserve_item_bytes"`
 	CompleteBytes int    `json:"complete_item_bytes"`
+	// ResultItemBytes is the size of the result item a result that would
+	// make the record pass 1 KB is kept in (0: none).
+	ResultItemBytes int `json:"result_item_bytes"`
+	// ResultItemWCU is its write, on the first execution only.
+	ResultItemWCU int `json:"result_item_wcu"`
 	// WCUs of the two writes of a first execution: the reservation, and
 	// the completion that replaces it (billed on the larger item).
 	ReserveWCU  int `json:"reserve_wcu"`
@@ -145,9 +156,9 @@ func itemSizes(ctx context.Context, client *dynamodb.Client) ([]itemSizeRow, err
 				if _, err := r.Do(ctx, ev.key, ev.payload, handler(ev, false, &execs, 0)); err != nil {
 					return nil, err
 				}
-				sizes := capt.take()
-				if len(sizes) != 2 {
-					return nil, fmt.Errorf("%d writes for a first execution, want 2 (a reservation and a completion)", len(sizes))
+				w := capt.take()
+				if w.reserve == 0 || w.complete == 0 {
+					return nil, fmt.Errorf("a first execution wrote items of %+v bytes, want a reservation and a completion", w)
 				}
 				compName := "gzip above 4096 B (default)"
 				if comp == "off" {
@@ -155,9 +166,10 @@ func itemSizes(ctx context.Context, client *dynamodb.Client) ([]itemSizeRow, err
 				}
 				rows = append(rows, itemSizeRow{
 					ResultBytes: len(result), Content: content, Compression: compName,
-					ReserveBytes: sizes[0], CompleteBytes: sizes[1],
-					ReserveWCU: units(capacity.WriteUnits(sizes[0])), CompleteWCU: units(capacity.WriteUnits(max(sizes[0], sizes[1]))),
-					DuplicateWCU: units(capacity.WriteUnits(sizes[1])), GetRCU: units(capacity.ReadUnits(sizes[1], true)),
+					ReserveBytes: w.reserve, CompleteBytes: w.complete, ResultItemBytes: w.result,
+					ReserveWCU: units(capacity.WriteUnits(w.reserve)), CompleteWCU: units(capacity.WriteUnits(max(w.reserve, w.complete))),
+					ResultItemWCU: units(capacity.WriteUnits(w.result)),
+					DuplicateWCU:  units(capacity.WriteUnits(w.complete)), GetRCU: units(capacity.ReadUnits(w.complete, true)),
 				})
 			}
 		}

@@ -546,10 +546,10 @@ func markdown(r *report) string {
 		}
 	}
 	if len(r.ItemSize) > 0 {
-		b.WriteString("\n| result | content | compression | reserve item B | completed item B | WCU first execution (reserve + complete) | WCU of a duplicate's failed put | RCU of a consistent get |\n| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("\n| result | content | compression | reserve item B | completed item B | result item B | WCU first execution (reserve + complete + result item) | WCU of a duplicate's failed put | RCU of a consistent get |\n| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, it := range r.ItemSize {
-			fmt.Fprintf(&b, "| %d B | %s | %s | %d | %d | %d + %d | %d | %d |\n", it.ResultBytes, it.Content, it.Compression, it.ReserveBytes, it.CompleteBytes,
-				it.ReserveWCU, it.CompleteWCU, it.DuplicateWCU, it.GetRCU)
+			fmt.Fprintf(&b, "| %d B | %s | %s | %d | %d | %d | %d + %d + %d | %d | %d |\n", it.ResultBytes, it.Content, it.Compression, it.ReserveBytes, it.CompleteBytes,
+				it.ResultItemBytes, it.ReserveWCU, it.CompleteWCU, it.ResultItemWCU, it.DuplicateWCU, it.GetRCU)
 		}
 	}
 	if a := r.AllOld; a != nil {

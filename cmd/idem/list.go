@@ -129,7 +129,7 @@ func (c *cli) collect(ctx context.Context, sc *scanner, f filter, limit int) (li
 			case st == stateExpired:
 				v.ExpiredSkipped++
 			case f.selects(rec, st):
-				v.Records = append(v.Records, viewOf(rec, now))
+				v.Records = append(v.Records, sc.view(rec, now))
 			case f.action != "" && hashed(rec.Key) && selects(f.state, st) && strings.HasPrefix(rec.Key, f.prefix):
 				v.HashedSkipped++
 			}

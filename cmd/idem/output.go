@@ -68,17 +68,20 @@ type recordView struct {
 	KeyHash string `json:"key_hash"`
 	// Key is the key, where it is a derived key (a hash that holds no user
 	// data, as the wrappers' keys are): the logs' key field.
-	Key               string     `json:"key,omitempty"`
-	Status            string     `json:"status"`
-	State             string     `json:"state"`
-	Attempts          int        `json:"attempts"`
-	LeaseUntil        *time.Time `json:"lease_until,omitempty"`
-	ExpiresAt         *time.Time `json:"expires_at,omitempty"`
-	UpdatedAt         *time.Time `json:"updated_at,omitempty"`
-	Error             string     `json:"error,omitempty"`
-	ResultBytes       int        `json:"result_bytes"`
-	ResultOmitted     bool       `json:"result_omitted"`
-	FingerprintPrefix string     `json:"fingerprint_prefix,omitempty"`
+	Key           string     `json:"key,omitempty"`
+	Status        string     `json:"status"`
+	State         string     `json:"state"`
+	Attempts      int        `json:"attempts"`
+	LeaseUntil    *time.Time `json:"lease_until,omitempty"`
+	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
+	UpdatedAt     *time.Time `json:"updated_at,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	ResultBytes   int        `json:"result_bytes"`
+	ResultOmitted bool       `json:"result_omitted"`
+	// ResultKept is where a result kept outside its record is ("result
+	// item", "blob store"), ResultBytes then its size as stored.
+	ResultKept        string `json:"result_kept,omitempty"`
+	FingerprintPrefix string `json:"fingerprint_prefix,omitempty"`
 }
 
 // fingerprintPrefixLen is how many hex digits of the fingerprint are shown.
@@ -182,6 +185,8 @@ func resultText(v recordView) string {
 		return "omitted (too large to keep; duplicates are answered \"succeeded\" without it)"
 	case v.ResultBytes == 0:
 		return "none"
+	case v.ResultKept != "":
+		return fmt.Sprintf("%d bytes as stored, in its %s", v.ResultBytes, v.ResultKept)
 	}
 	return fmt.Sprintf("%d bytes", v.ResultBytes)
 }

@@ -254,7 +254,7 @@ func (r *bulkRun) run(ctx context.Context) error {
 
 // one releases rec, fenced as read, or in a dry run notes it.
 func (r *bulkRun) one(ctx context.Context, rec core.Record, now time.Time) error {
-	br := bulkRecord{recordView: viewOf(rec, now), Action: "release"}
+	br := bulkRecord{recordView: r.sc.view(rec, now), Action: "release"}
 	if r.b.dryRun {
 		r.view.Records = append(r.view.Records, br)
 		return nil

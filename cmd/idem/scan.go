@@ -63,6 +63,9 @@ type scanner struct {
 	next             string
 	consumed         float64
 	scanned, corrupt int
+	// apart are the results of the records read that are kept outside
+	// their record (ddbstore.ListPage.ResultsApart), by key.
+	apart map[string]ddbstore.ResultApart
 }
 
 func newScanner(store *ddbstore.Store, f scanFlags, status core.Status, p *progress) *scanner {
@@ -77,6 +80,12 @@ func (s *scanner) page(ctx context.Context, want int) ([]core.Record, error) {
 		return nil, err
 	}
 	s.account(p.Next, p.ConsumedRCU, p.Scanned, p.Corrupt)
+	for k, a := range p.ResultsApart {
+		if s.apart == nil {
+			s.apart = map[string]ddbstore.ResultApart{}
+		}
+		s.apart[k] = a
+	}
 	return p.Records, nil
 }
 
@@ -103,6 +112,28 @@ func (s *scanner) account(next string, rcu float64, scanned, corrupt int) {
 	s.consumed += rcu
 	s.scanned += scanned
 	s.corrupt += corrupt
+}
+
+// view is viewOf(rec, now), with the size and place of a result kept
+// outside its record, which the scan did not read.
+func (s *scanner) view(rec core.Record, now time.Time) recordView {
+	v := viewOf(rec, now)
+	if a, ok := s.apart[rec.Key]; ok {
+		v.ResultBytes, v.ResultKept = int(a.Size), "result item"
+		if a.InBlobStore {
+			v.ResultKept = "blob store"
+		}
+	}
+	return v
+}
+
+// resultSize is the size of rec's result: as stored where it is kept
+// outside the record, and else as read.
+func (s *scanner) resultSize(rec core.Record) int {
+	if a, ok := s.apart[rec.Key]; ok {
+		return int(a.Size)
+	}
+	return len(rec.Result)
 }
 
 func (s *scanner) limit(want int) int32 {

@@ -113,7 +113,7 @@ func (c *cli) tally(ctx context.Context, sc *scanner, v *statsView, oldest **cor
 			v.States[st]++
 			switch {
 			case st == stateSucceeded:
-				addSize(v.ResultSizes, rec)
+				addSize(v.ResultSizes, rec.ResultOmitted, sc.resultSize(rec))
 			case st == stateInProgress || st == stateStuck:
 				if *oldest == nil || rec.UpdatedAt.Before((*oldest).UpdatedAt) {
 					r := rec
@@ -132,14 +132,15 @@ func (c *cli) tally(ctx context.Context, sc *scanner, v *statsView, oldest **cor
 	}
 }
 
-func addSize(buckets []sizeBucket, rec core.Record) {
+// addSize counts a succeeded record's result, omitted or of size bytes.
+func addSize(buckets []sizeBucket, omitted bool, size int) {
 	last := len(buckets) - 1
-	if rec.ResultOmitted {
+	if omitted {
 		buckets[last].Count++
 		return
 	}
 	for i := range buckets[:last] {
-		if buckets[i].Max < 0 || len(rec.Result) <= buckets[i].Max {
+		if buckets[i].Max < 0 || size <= buckets[i].Max {
 			buckets[i].Count++
 			return
 		}

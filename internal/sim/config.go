@@ -87,9 +87,10 @@ type Faults struct {
 	// (idem.Releaser, as the idem command's release does: never a record
 	// whose lease is live); 0: none.
 	Release time.Duration
-	// Downgrade is the probability that a recorded failure is rewritten in
-	// the store's previous encoding, as an earlier version of the store
-	// wrote it (where the store can: see PreviousEncoding).
+	// Downgrade is the probability that a recorded outcome (a failure, a
+	// success) or step is rewritten in the store's previous encoding, as an
+	// earlier version of the store wrote it (where the store can: see
+	// PreviousEncoding).
 	Downgrade float64
 	// Sweep is the mean time between two pages of a sweep that deletes the
 	// records past retention (where the store can: see ExpiredSweeper), as

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgo/idem"
 	"github.com/idemgo/idem/blob"
+	"github.com/idemgo/idem/core"
 	"github.com/idemgo/idem/ddbstore"
 	"github.com/idemgo/idem/internal/sim"
 )
@@ -24,7 +25,9 @@ import (
 // previous release's encoding (sim.PreviousEncoding): v0.1.0 kept a
 // record's steps in the record itself (a map of "n" and "r" each, budgeted
 // at twice the name, the result and 16 bytes) where this release keeps
-// them in step items, referenced from the record, with steps_until.
+// them in step items, referenced from the record, with steps_until; and it
+// kept every result that fits the item in the record, where this release
+// keeps one that would make the record pass 1 KB in a result item.
 type previousDDB struct {
 	*ddbstore.Store
 	reader *ddbstore.Store  // the same table through the checks' client
@@ -57,14 +60,26 @@ func (p previousDDB) SweepPage(ctx context.Context, now time.Time) ([]string, er
 }
 
 func (p previousDDB) Downgrade(ctx context.Context, key string) error {
-	// The record with its steps, read at the epoch: live whatever its
-	// retention in simulated time.
+	raw, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.Table()), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key}}})
+	if err != nil {
+		return err
+	}
+	if st, _ := raw.Item[ddbstore.AttrStatus].(*types.AttributeValueMemberS); st != nil && st.Value == string(core.StatusSucceeded) &&
+		raw.Item[ddbstore.AttrResultItem] == nil {
+		return nil // a success this release writes as v0.1.0 did (its result in the record, or in the blob store)
+	}
+	// The record with its steps or its result item's result, read at the
+	// epoch: live whatever its retention in simulated time.
 	rec, err := p.reader.Get(ctx, key, time.Unix(0, 0))
 	if errors.Is(err, idem.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if rec.Status == core.StatusSucceeded {
+		return p.inline(ctx, key, rec)
 	}
 	names := map[string]string{"#k": ddbstore.DefaultKeyAttribute, "#until": ddbstore.AttrStepsUntil}
 	update, values := "REMOVE #until", map[string]types.AttributeValue{}
@@ -91,6 +106,32 @@ func (p previousDDB) Downgrade(ctx context.Context, key string) error {
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
+	return err
+}
+
+// inline rewrites rec, a succeeded record whose result is kept in a result
+// item, with its result in the record, raw, as v0.1.0 wrote it (the
+// result item is left to end with the record's retention); other
+// successes are left as they are.
+func (p previousDDB) inline(ctx context.Context, key string, rec core.Record) error {
+	if rec.ResultOmitted || len(rec.Result) == 0 {
+		return nil
+	}
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(p.Table()),
+		Key:              map[string]types.AttributeValue{ddbstore.DefaultKeyAttribute: &types.AttributeValueMemberS{Value: key}},
+		UpdateExpression: aws.String("SET #res = :res REMOVE #rit, #sha, #size, #omit, #enc"),
+		// Only a record that references a result item, still this one.
+		ConditionExpression: aws.String("attribute_exists(#rit) AND #tok = :tok"),
+		ExpressionAttributeNames: map[string]string{"#res": ddbstore.AttrResult, "#rit": ddbstore.AttrResultItem, "#sha": ddbstore.AttrResultSHA256,
+			"#size": ddbstore.AttrResultSize, "#omit": ddbstore.AttrResultOmitted, "#enc": ddbstore.AttrResultEncoding, "#tok": ddbstore.AttrLeaseToken},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":res": &types.AttributeValueMemberB{Value: rec.Result},
+			":tok": &types.AttributeValueMemberS{Value: rec.LeaseToken}},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
 	return err
 }
 
@@ -181,6 +222,32 @@ func TestSimDynamoAll(t *testing.T) {
 	}
 	if st.StepsRecorded == 0 || st.Renewals == 0 || st.Downgrades == 0 || st.Releases == 0 || st.Swept == 0 || st.SweepErrors > 0 {
 		t.Errorf("stats %+v: the run does not exercise steps, staged writes, renewals, the previous encoding, releases and a sweep without errors", st)
+	}
+	// Results of 1 KB and more pass the record's KB: kept in result items
+	// (or, past an item's limit, in the blob store). The full run has some;
+	// a shorter one (-sim.n, the race detector's) may have none.
+	n := resultItems(t, store)
+	t.Logf("%d large results recorded, %d result items in the table", st.LargeResults, n)
+	if !raceEnabled && *nFlag == 0 && n == 0 {
+		t.Errorf("stats %+v: the run wrote no result item: it does not exercise results kept apart", st)
+	}
+}
+
+// resultItems counts the result items in store's table.
+func resultItems(t *testing.T, store *ddbstore.Store) int {
+	t.Helper()
+	n := 0
+	in := ddbstore.ListInput{Limit: 1000}
+	for {
+		page, err := store.List(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += page.ResultItems
+		if page.Next == "" {
+			return n
+		}
+		in.Next = page.Next
 	}
 }
 

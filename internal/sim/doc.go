@@ -157,7 +157,7 @@
 // (Config.NewStoreBlob: a blob store faulted like the store), fingerprint
 // selection, the batch wrappers, and the one-write Acquire or Reserve
 // (Service.ReserveOnly). Faults.Release adds an operator that releases
-// records; Faults.Downgrade rewrites failures and steps in the store's
+// records; Faults.Downgrade rewrites outcomes and steps in the store's
 // previous encoding (PreviousEncoding); Faults.Sweep runs, page by page, a
 // sweep that deletes the records past retention (ExpiredSweeper, as idem
 // sweep does), and checks that each record it deleted was past retention

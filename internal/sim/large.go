@@ -13,13 +13,19 @@ import (
 )
 
 // newResult draws the result of a successful try: a few bytes, or
-// (Service.Large) 32 KB to 600 KB of incompressible bytes, made from the
-// seed and the try.
+// (Service.Large) 1 KB to 32 KB or 32 KB to 600 KB (as often) of
+// incompressible bytes, made from the seed and the try: results a store
+// may keep beside its record (the DynamoDB store's result items) and, past
+// an item's limit, in its blob store.
 func (s *simulation) newResult(sv *service, id int64) []byte {
 	if !s.chance(sv.Large) {
 		return []byte("r" + strconv.FormatInt(id, 10))
 	}
-	b := make([]byte, (32<<10+s.rng.IntN(568<<10))&^7)
+	n := 32<<10 + s.rng.IntN(568<<10)
+	if s.chance(0.5) {
+		n = 1<<10 + s.rng.IntN(31<<10)
+	}
+	b := make([]byte, n&^7)
 	r := rand.New(rand.NewPCG(s.cfg.Seed, uint64(id)))
 	for i := 0; i < len(b); i += 8 {
 		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
@@ -114,9 +120,10 @@ func (b *faultBlob) count(_ struct{}, _ error, lost bool) {
 	}
 }
 
-// countLarge counts a recorded success whose result is large.
+// countLarge counts a recorded success whose result is large (newResult:
+// 1 KB or more).
 func (s *simulation) countLarge(rec core.Record) {
-	if len(rec.Result) > 64<<10 {
+	if len(rec.Result) >= 1<<10 {
 		s.stats.LargeResults++
 	}
 }

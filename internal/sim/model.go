@@ -256,9 +256,7 @@ func (s *simulation) afterComplete(c *call, rec, got core.Record, err error) {
 	}
 	s.recordOutcome(c, ks, rec, got)
 	ks.cur, ks.has = rec, true
-	if rec.Status == core.StatusFailed {
-		s.maybeDowngrade(c)
-	}
+	s.maybeDowngrade(c)
 }
 
 // recordOutcome checks an accepted outcome against OneSuccess, ReplayExact

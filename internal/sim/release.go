@@ -120,7 +120,7 @@ func (ks *keyState) fencing(token string) Invariant {
 	return Fencing
 }
 
-// maybeDowngrade rewrites, now and then, the failure or the step just
+// maybeDowngrade rewrites, now and then, the outcome or the step just
 // recorded for ks in the store's previous encoding, if the store can: as
 // a process of the previous version would have written it.
 func (s *simulation) maybeDowngrade(c *call) {

@@ -64,8 +64,8 @@ type Service struct {
 	// to be committed with its success; StageRefused, that the last of them
 	// is refused by its own condition at the commit.
 	Stage, StageRefused float64
-	// Large is the probability that a success's result is large (32 KB to
-	// 600 KB of incompressible bytes).
+	// Large is the probability that a success's result is large (1 KB to
+	// 32 KB, or 32 KB to 600 KB, of incompressible bytes).
 	Large float64
 	// Batch, if set, delivers the service's messages in batches through the
 	// batch wrapper it names, BatchMax records at most.
