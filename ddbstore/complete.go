@@ -1,12 +1,15 @@
 package ddbstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -134,9 +137,89 @@ func (s *Store) completeKeeping(ctx context.Context, rec core.Record) (core.Reco
 			return core.Record{}, core.MarkTransient(&Error{Op: op, Table: s.table,
 				Err: fmt.Errorf("%w: the record's steps changed during the completion", ErrUnavailable)})
 		}
+		if err = s.dropUnknownSteps(ctx, item, existing, rec); err != nil {
+			return core.Record{}, err
+		}
 		if missing, ttl, err = s.unreferenced(ctx, item, existing, rec); err != nil {
 			return core.Record{}, err
 		}
+	}
+}
+
+// dropUnknownSteps removes from the caller's record, stored (its item,
+// item), the steps that rec, a retryable failure with steps, does not
+// carry: steps whose write was applied but whose answer the holder never
+// had. The failure replaces the record, its steps included (idem.Store's
+// Complete); their step items end with their retention. One UpdateItem,
+// conditioned on the caller's lease and on the steps as read; nothing is
+// sent where the record holds none of them.
+func (s *Store) dropUnknownSteps(ctx context.Context, item map[string]types.AttributeValue, stored, rec core.Record) error {
+	const op = "complete"
+	st, err := s.storedStepsOf(item)
+	if err != nil {
+		return core.MarkPermanent(&Error{Op: op, Table: s.table, Err: err})
+	}
+	known := map[string]bool{}
+	for _, step := range rec.Steps {
+		known[step.Name] = true
+	}
+	var drop []int
+	var dropNames []string
+	cost := 0
+	for i, e := range st.entries {
+		switch {
+		case e.isRef && !slices.ContainsFunc(rec.Steps, func(step core.Step) bool { return refOf(step) == e.ref }):
+			drop = append(drop, i)
+		case !e.isRef && !slices.ContainsFunc(rec.Steps, func(step core.Step) bool { return step.Name == e.step.Name && bytes.Equal(step.Result, e.step.Result) }):
+			drop, cost = append(drop, i), cost+stepCostV010(e.step)
+			dropNames = append(dropNames, e.step.Name)
+		}
+	}
+	for name := range st.names {
+		if !known[name] && !slices.Contains(dropNames, name) {
+			dropNames, cost = append(dropNames, name), cost+len(name)+stepRefSize+8
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	if len(dropNames) != len(drop) {
+		return core.MarkTransient(&Error{Op: op, Table: s.table,
+			Err: fmt.Errorf("%w: the record holds %d steps the completion does not carry, under %d names", ErrUnavailable, len(drop), len(dropNames))})
+	}
+	_, err = s.client.UpdateItem(ctx, s.dropInput(stored, st, drop, dropNames, cost), s.calls.fns...)
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return s.translate(ctx, op, err).err
+	}
+	return nil // applied, or the record changed: the completion reads it again
+}
+
+// dropInput is dropUnknownSteps' UpdateItem: it removes the entries drop
+// of the steps list, the names dropNames and their cost from the record
+// stored, whose steps st were read, under the caller's lease.
+func (s *Store) dropInput(stored core.Record, st storedSteps, drop []int, dropNames []string, cost int) *dynamodb.UpdateItemInput {
+	names := maps.Clone(s.parts.completeNames)
+	names["#steps"], names["#ssize"] = s.names.Steps, s.names.StepsSize
+	values := map[string]types.AttributeValue{
+		":in_progress": s.parts.inProgress,
+		":tok":         &types.AttributeValueMemberS{Value: stored.LeaseToken},
+		":now_s":       num(stored.UpdatedAt.Unix()), ":now_ms": num(stored.UpdatedAt.UnixMilli()),
+		":drop_names": &types.AttributeValueMemberSS{Value: dropNames},
+		":drop_cost":  num(int64(-cost)),
+	}
+	cond := completeCondition + " AND " + s.stepCount(len(st.names), names, values)
+	removes := make([]string, len(drop))
+	for i, idx := range drop {
+		removes[i] = fmt.Sprintf("#steps[%d]", idx)
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                 s.parts.table,
+		Key:                       s.keyIn(s.encode(stored, nil, "")),
+		UpdateExpression:          aws.String("REMOVE " + strings.Join(removes, ", ") + " DELETE #names :drop_names ADD #ssize :drop_cost"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}
 }
 

@@ -103,6 +103,20 @@ var stepCases = []testCase{
 		e.equalSteps("the stored success", done)
 		e.equalSteps("Get of the success", e.mustGet(k, 7))
 	}},
+	{"FailureWithAnUnconfirmedStep", "a retryable failure that carries fewer steps than the record holds (a step write landed, its answer lost) replaces the record's steps with its own (idem.Store.Complete), and its re-reservation carries those", func(e *env) {
+		k := e.key()
+		rec := e.mustReserve(k, "tok-a", nil, 0, 30)
+		mail, charge := core.Step{Name: "mail", Result: []byte(`1`)}, core.Step{Name: "charge", Result: []byte(`"ch_1"`)}
+		e.mustRecordStep(k, "tok-a", mail, 1)
+		e.mustRecordStep(k, "tok-a", charge, 2)
+		rec.Steps = []core.Step{mail}
+		failed := e.mustComplete(core.Fail(rec, errors.New("throttled"), true, e.at(3), retention))
+		e.equalSteps("the stored failure", failed, mail)
+		seen := e.mustGet(k, 4)
+		e.equalSteps("Get of the failure", seen, mail)
+		e.mustReserve(k, "tok-b", &seen, 5, 30)
+		e.equalSteps("Get of the re-reservation", e.mustGet(k, 6), mail)
+	}},
 	{"ExpiredStepsNotCarried", "a reservation past the retention of a retryable failure with steps (Reserve, and Acquire where the store has it; the failure written in the current encoding and, where the store under test implements storetest.PreviousEncoding, in the previous one) carries no step, and the same step name with another result is then recorded", func(e *env) {
 		expiredStepsDropped(e)
 	}},
