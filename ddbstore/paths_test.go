@@ -363,6 +363,19 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 			return err
 		}}
 	},
+	"Complete: a retryable failure without a step its record holds (a step write applied, its answer lost: the failure replaces the steps)": func(e *pathEnv) []pathCall {
+		rec := e.withStep(e.mustAcquire(e.key(), "tok-a", 0, 30, time.Hour), 0)
+		if err := e.store.RecordStep(context.Background(), rec.Key, rec.LeaseToken, core.Step{Name: "mail", Result: []byte(`1`)}, e.at(0)); err != nil {
+			e.t.Fatalf("set-up: RecordStep = %v", err)
+		}
+		return []pathCall{func() error {
+			got, err := e.store.Complete(context.Background(), core.Fail(rec, errors.New("throttled"), true, e.at(1), time.Hour))
+			if err == nil && len(got.Steps) != 1 {
+				return fmt.Errorf("Complete = %v: want the one step it carries", got)
+			}
+			return err
+		}}
+	},
 	"Complete: refused, the lease lost: idem.ErrLeaseLost": func(e *pathEnv) []pathCall {
 		rec := e.mustAcquire(e.key(), "tok-a", 0, 30, time.Hour)
 		rec.LeaseToken = "tok-stale"
@@ -446,7 +459,7 @@ var operationPaths = map[string]func(e *pathEnv) []pathCall{
 		it := e.expired(k, false, e.at(3600))
 		return []pathCall{func() error { return e.store.DeleteExpired(context.Background(), it, e.at(3600)) }}
 	},
-	"DeleteExpired: a step item past retention": func(e *pathEnv) []pathCall {
+	"DeleteExpired: a step or result item past retention": func(e *pathEnv) []pathCall {
 		k := e.key()
 		e.withStep(e.mustAcquire(k, "tok-a", 0, 10, time.Minute), 1)
 		later := e.at(30 * 24 * 3600)

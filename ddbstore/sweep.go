@@ -26,7 +26,8 @@ import (
 // sweep and the template's scheduled sweeper run them page by page.
 
 // Expired is one of the store's items past its retention, as ScanExpired
-// read it: a record (core.Record.Expired) or a step item (see AttrSteps)
+// read it: a record (core.Record.Expired), or a step item (see AttrSteps)
+// or a result item (a result kept apart from its record, see Complete)
 // whose own end of retention has passed.
 type Expired struct {
 	// Key is the record's key (without the store's prefix); for a step
@@ -34,6 +35,8 @@ type Expired struct {
 	Key string
 	// Step reports a step item of Key's record, not the record.
 	Step bool
+	// Result reports a result item of Key's record, not the record.
+	Result bool
 	// Record is the record as read (its result not loaded from a blob
 	// store); zero for a step item.
 	Record core.Record
@@ -65,7 +68,8 @@ type ExpiredPage struct {
 // the store's items whose end of retention is at or before now, and
 // returns those past retention at now: records for which
 // core.Record.Expired(now) holds (an in-progress record under a live lease
-// is not), and step items. in.Status must be empty. The Scan is eventually
+// is not), and step and result items past their own. in.Status must be
+// empty. The Scan is eventually
 // consistent: an item written a moment ago may be missing or old, which
 // DeleteExpired's condition settles. The client must implement AdminAPI;
 // otherwise the error wraps errors.ErrUnsupported.
@@ -97,17 +101,8 @@ func (s *Store) ScanExpired(ctx context.Context, in ListInput, now time.Time) (E
 // sortExpired adds item to page: to Items if it is past retention at now,
 // else to the counts. Items that are not the store's are left out.
 func (s *Store) sortExpired(page *ExpiredPage, item map[string]types.AttributeValue, now time.Time) {
-	if s.isStepItem(item) {
-		key, ok := s.stepOwner(item)
-		r := itemReader{item: item}
-		ttl, has := r.num(s.ttlAttr)
-		switch {
-		case !ok || r.err != nil:
-		case has && ttl <= now.Unix():
-			page.Items = append(page.Items, Expired{Key: key, Step: true, ExpiresAt: time.Unix(ttl, 0), key: s.keyIn(item)})
-		default:
-			page.Live++
-		}
+	if step, result := s.isStepItem(item), s.isResultItem(item); step || result {
+		s.sortExpiredChild(page, item, result, now)
 		return
 	}
 	if !s.owns(item) {
@@ -124,10 +119,31 @@ func (s *Store) sortExpired(page *ExpiredPage, item map[string]types.AttributeVa
 	}
 }
 
-// stepOwner returns the key of the record whose step item item is, if item
-// is one of the store's step items by its key (the store's prefix and,
-// with a sort key, the sort key the store gives that record).
-func (s *Store) stepOwner(item map[string]types.AttributeValue) (string, bool) {
+// sortExpiredChild adds item, a step item or (result) a result item, to
+// page: to Items if its own end of retention has passed at now, else to
+// the counts.
+func (s *Store) sortExpiredChild(page *ExpiredPage, item map[string]types.AttributeValue, result bool, now time.Time) {
+	growth := stepKeyGrowth
+	if result {
+		growth = resultKeyGrowth
+	}
+	key, ok := s.childOwner(item, growth)
+	r := itemReader{item: item}
+	ttl, has := r.num(s.ttlAttr)
+	switch {
+	case !ok || r.err != nil:
+	case has && ttl <= now.Unix():
+		page.Items = append(page.Items, Expired{Key: key, Step: !result, Result: result, ExpiresAt: time.Unix(ttl, 0), key: s.keyIn(item)})
+	default:
+		page.Live++
+	}
+}
+
+// childOwner returns the key of the record whose step or result item item
+// is (its key grown by growth), if item is one of the store's by its key
+// (the store's prefix and, with a sort key, the sort key the store gives
+// that record).
+func (s *Store) childOwner(item map[string]types.AttributeValue, growth int) (string, bool) {
 	pk, _ := item[s.keyAttr].(*types.AttributeValueMemberS)
 	if pk == nil {
 		return "", false
@@ -137,17 +153,18 @@ func (s *Store) stepOwner(item map[string]types.AttributeValue) (string, bool) {
 		return "", false
 	}
 	if s.sortAttr == "" {
-		if len(key) <= stepKeyGrowth {
+		if len(key) <= growth {
 			return "", false
 		}
-		return key[:len(key)-stepKeyGrowth], true
+		return key[:len(key)-growth], true
 	}
 	sk, _ := item[s.sortAttr].(*types.AttributeValueMemberS)
-	return key, sk != nil && key != "" && sk.Value[:len(sk.Value)-stepKeyGrowth] == s.sortKey(key)
+	return key, sk != nil && key != "" && len(sk.Value) >= growth && sk.Value[:len(sk.Value)-growth] == s.sortKey(key)
 }
 
 // sweepFilter is ScanExpired's filter: the store's items (its prefix; a
-// fixed sort key value, or that value followed by a step item's suffix)
+// fixed sort key value, or that value followed by a step or result item's
+// suffix)
 // whose end of retention is at or before now.
 func (s *Store) sweepFilter(now time.Time) (string, map[string]string, map[string]types.AttributeValue) {
 	conds := []string{"#exp <= :now_s"}
@@ -158,17 +175,18 @@ func (s *Store) sweepFilter(now time.Time) (string, map[string]string, map[strin
 		names["#k"], values[":prefix"] = s.keyAttr, &types.AttributeValueMemberS{Value: s.prefix}
 	}
 	if s.sortAttr != "" && s.sortFunc == nil {
-		conds = append(conds, "(#sk = :sk OR begins_with(#sk, :sk_step))")
+		conds = append(conds, "(#sk = :sk OR begins_with(#sk, :sk_step) OR begins_with(#sk, :sk_result))")
 		names["#sk"] = s.sortAttr
 		values[":sk"] = &types.AttributeValueMemberS{Value: s.sortValue}
 		values[":sk_step"] = &types.AttributeValueMemberS{Value: s.sortValue + stepSuffix}
+		values[":sk_result"] = &types.AttributeValueMemberS{Value: s.sortValue + resultSuffix}
 	}
 	return strings.Join(conds, " AND "), names, values
 }
 
 // expiredCondition deletes a record only if it is past retention
-// (core.Record.Expired, as freshCondition's second branch), and a step
-// item only if its end of retention has passed.
+// (core.Record.Expired, as freshCondition's second branch), and a step or
+// result item only if its end of retention has passed.
 const (
 	expiredRecordCondition = "#exp <= :now_s AND (#st <> :in_progress OR #lease <= :now_ms)"
 	expiredStepCondition   = "#exp <= :now_s AND attribute_not_exists(#st)"
@@ -178,7 +196,7 @@ const (
 // DeleteItem conditioned on its still being past retention at now: a
 // record that is core.Record.Expired(now), whatever it holds (a record
 // renewed, taken over or written anew since the scan is not), or a step
-// item whose end of retention is at or before now. Refused, nothing is
+// or result item whose end of retention is at or before now. Refused, nothing is
 // deleted and the error wraps idem.ErrRecordChanged (the item is live
 // again, or gone). Other failures are translated as the store's other
 // calls' are.
@@ -197,7 +215,7 @@ func (s *Store) DeleteExpired(ctx context.Context, e Expired, now time.Time) err
 		ExpressionAttributeNames:  map[string]string{"#exp": s.ttlAttr, "#st": s.names.Status, "#lease": s.names.LeaseUntil},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":now_s": num(now.Unix()), ":now_ms": num(now.UnixMilli()), ":in_progress": s.parts.inProgress},
 	}
-	if e.Step {
+	if e.Step || e.Result {
 		in.ConditionExpression = aws.String(expiredStepCondition)
 		delete(in.ExpressionAttributeNames, "#lease")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now_s": num(now.Unix())}

@@ -2,8 +2,9 @@ package ddbstore_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -43,8 +44,15 @@ func (st *sweepTable) reserve(t *testing.T, key, tok string, at, leaseUntil time
 // succeed writes key's reservation and success, both at at.
 func (st *sweepTable) succeed(t *testing.T, key string, at time.Time) {
 	t.Helper()
+	st.succeedWith(t, key, []byte(`{"ok":true}`), at)
+}
+
+// succeedWith writes key's reservation and its success with result, both
+// at at.
+func (st *sweepTable) succeedWith(t *testing.T, key string, result []byte, at time.Time) {
+	t.Helper()
 	rec := st.reserve(t, key, "tok-"+key, at, at.Add(time.Minute))
-	if _, err := st.f.store.Complete(context.Background(), core.Succeed(rec, []byte(`{"ok":true}`), at, time.Hour)); err != nil {
+	if _, err := st.f.store.Complete(context.Background(), core.Succeed(rec, result, at, time.Hour)); err != nil {
 		t.Fatalf("Complete %s: %v", key, err)
 	}
 }
@@ -67,6 +75,9 @@ func newSweepTable(t *testing.T) *sweepTable {
 	st := &sweepTable{f: f, base: now.Add(-72 * time.Hour), now: now}
 	b := st.base
 	st.succeed(t, "evt:done", b)
+	// A result too large for the record's one write unit is kept in a
+	// result item of its own, which retention ends with its record's.
+	st.succeedWith(t, "evt:big", noisyResult(4096), b)
 	failed := st.reserve(t, "evt:failed", "tok-failed", b, b.Add(time.Minute))
 	if _, err := f.store.Complete(context.Background(), core.Fail(failed, errors.New("declined"), false, b, time.Hour)); err != nil {
 		t.Fatal(err)
@@ -94,6 +105,28 @@ func newSweepTable(t *testing.T) *sweepTable {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// noisyResult returns a JSON string of n bytes that does not compress.
+func noisyResult(n int) []byte {
+	var b strings.Builder
+	b.WriteByte('"')
+	for h := sha256.Sum256([]byte("sweep")); b.Len() < n-1; h = sha256.Sum256(h[:]) {
+		b.WriteString(hex.EncodeToString(h[:]))
+	}
+	return []byte(b.String()[:n-1] + `"`)
+}
+
+// kind names e for the tests: its record's key, and "step" or "result"
+// for a step or result item.
+func kind(e ddbstore.Expired) string {
+	switch {
+	case e.Step:
+		return e.Key + " step"
+	case e.Result:
+		return e.Key + " result"
+	}
+	return e.Key
 }
 
 // items returns the primary keys of every item of the table.
@@ -148,9 +181,9 @@ func TestSweepDeletesExactlyTheExpired(t *testing.T) {
 	// store.
 	got := map[string]bool{}
 	for _, e := range found {
-		got[e.Key+map[bool]string{true: " step", false: ""}[e.Step]] = true
+		got[kind(e)] = true
 	}
-	want := []string{"evt:done", "evt:failed", "evt:renewed", "evt:rewritten", "evt:rewritten step", "evt:stepped", "evt:stepped step", "evt:stuck"}
+	want := []string{"evt:big", "evt:big result", "evt:done", "evt:failed", "evt:renewed", "evt:rewritten", "evt:rewritten step", "evt:stepped", "evt:stepped step", "evt:stuck"}
 	if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, want) || len(found) != len(want) {
 		t.Fatalf("found %v (%d items), want %v", keys, len(found), want)
 	}
@@ -173,7 +206,7 @@ func TestSweepDeletesExactlyTheExpired(t *testing.T) {
 		err := st.f.store.DeleteExpired(ctx, e, st.now)
 		switch {
 		case errors.Is(err, idem.ErrRecordChanged):
-			left[e.Key+map[bool]string{true: " step", false: ""}[e.Step]] = true
+			left[kind(e)] = true
 		case err != nil:
 			t.Fatalf("DeleteExpired(%s, step %v) = %v", e.Key, e.Step, err)
 		}
@@ -245,6 +278,13 @@ func TestSweepSharedTable(t *testing.T) {
 			if err := s.RecordStep(ctx, key, "tok", core.Step{Name: "charge", Result: []byte(`1`)}, base.Add(time.Second)); err != nil {
 				t.Fatal(err)
 			}
+			big := core.Reserve(key+":big", fp, "tok", nil, base, base.Add(time.Minute), time.Hour)
+			if err := s.Reserve(ctx, big, nil, base); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Complete(ctx, core.Succeed(big, noisyResult(4096), base, time.Hour)); err != nil {
+				t.Fatal(err)
+			}
 			pk := "orders#" + key
 			if name == "sort by key" {
 				pk = key
@@ -263,12 +303,12 @@ func TestSweepSharedTable(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, e := range page.Items {
-					if e.Key != key {
+					if e.Key != key && e.Key != key+":big" {
 						continue // the other layout's
 					}
-					mine = append(mine, fmt.Sprintf("%s step=%v", e.Key, e.Step))
+					mine = append(mine, kind(e))
 					if err := s.DeleteExpired(ctx, e, now); err != nil {
-						t.Errorf("DeleteExpired(%s, step %v) = %v", e.Key, e.Step, err)
+						t.Errorf("DeleteExpired(%s) = %v", kind(e), err)
 					}
 				}
 				if next = page.Next; next == "" {
@@ -276,7 +316,7 @@ func TestSweepSharedTable(t *testing.T) {
 				}
 			}
 			slices.Sort(mine)
-			if want := []string{key + " step=false", key + " step=true"}; !slices.Equal(mine, want) {
+			if want := []string{key, key + " step", key + ":big", key + ":big result"}; !slices.Equal(mine, want) {
 				t.Errorf("swept %v, want %v", mine, want)
 			}
 			for _, sk := range []string{"order#meta", "idempotency#other"} {

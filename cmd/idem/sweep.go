@@ -49,7 +49,7 @@ type sweepView struct {
 // sweptView is an item a dry run would delete.
 type sweptView struct {
 	KeyHash   string    `json:"key_hash"`
-	Kind      string    `json:"kind"` // "record" or "step"
+	Kind      string    `json:"kind"` // "record", "step" or "result"
 	Status    string    `json:"status,omitempty"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
@@ -131,8 +131,11 @@ func (r *sweepRun) one(ctx context.Context, e ddbstore.Expired) error {
 	r.view.Found++
 	if r.f.dryRun {
 		v := sweptView{KeyHash: idem.HashKey(e.Key), Kind: "record", Status: string(e.Record.Status), ExpiresAt: e.ExpiresAt.UTC()}
-		if e.Step {
+		switch {
+		case e.Step:
 			v.Kind, v.Status = "step", ""
+		case e.Result:
+			v.Kind, v.Status = "result", ""
 		}
 		r.view.Items = append(r.view.Items, v)
 		return nil

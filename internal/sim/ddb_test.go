@@ -50,7 +50,7 @@ func (p previousDDB) SweepPage(ctx context.Context, now time.Time) ([]string, er
 	var keys []string
 	for _, e := range page.Items {
 		switch err := p.reader.DeleteExpired(ctx, e, now); {
-		case err == nil && !e.Step:
+		case err == nil && !e.Step && !e.Result:
 			keys = append(keys, e.Key)
 		case err != nil && !errors.Is(err, idem.ErrRecordChanged):
 			return keys, err
