@@ -83,19 +83,20 @@ type call struct {
 	d  *delivery
 	ks *keyState
 
-	started    bool          // the runner started it (Tracer.StartCall)
-	try        *try          // the running handler try, if any
-	lastTry    tryClass      // outcome of its last finished try
-	tries      int           // handler tries it started
-	execLife   int           // the record lifetime its tries ran in (0: none yet)
-	success    string        // resultKey of the success the store accepted from it
-	held       time.Time     // lease end the runner holds: its reservation's, then its last renewal's
-	expect     *renewal      // the renewal goroutine its next try starts
-	retrying   bool          // the runner announced a next try: its next sleep is the backoff before it
-	rn         *renewal      // the renewal goroutine of its running try
-	stepWrites int           // RecordStep calls it made
-	staged     *stagedTry    // the staged writes of its last try
-	obs        *idem.Verdict // the verdict the tracer saw it end with
+	started    bool              // the runner started it (Tracer.StartCall)
+	try        *try              // the running handler try, if any
+	lastTry    tryClass          // outcome of its last finished try
+	tries      int               // handler tries it started
+	execLife   int               // the record lifetime its tries ran in (0: none yet)
+	success    string            // resultKey of the success the store accepted from it
+	held       time.Time         // lease end the runner holds: its reservation's, then its last renewal's
+	lifeSteps  map[string]string // the steps of the record lifetime its reservation is in (nil: not known, the current one's)
+	expect     *renewal          // the renewal goroutine its next try starts
+	retrying   bool              // the runner announced a next try: its next sleep is the backoff before it
+	rn         *renewal          // the renewal goroutine of its running try
+	stepWrites int               // RecordStep calls it made
+	staged     *stagedTry        // the staged writes of its last try
+	obs        *idem.Verdict     // the verdict the tracer saw it end with
 	obsErr     error
 }
 

@@ -137,7 +137,7 @@ func (s *simulation) keyState(name string, sv *service) *keyState {
 
 // newLifetime starts a record lifetime of ks: no step, no try yet.
 func (s *simulation) newLifetime(ks *keyState) {
-	ks.lifeStart, ks.lifeExecs, ks.steps = s.now, 0, nil
+	ks.lifeStart, ks.lifeExecs, ks.steps = s.now, 0, map[string]string{}
 	ks.life++
 }
 

@@ -39,6 +39,10 @@ type renewal struct {
 // leaseUntil, and expects the renewal goroutine of its first try.
 func (s *simulation) reserved(c *call, leaseUntil time.Time) {
 	c.held = leaseUntil
+	if c.ks.steps == nil {
+		c.ks.steps = map[string]string{}
+	}
+	c.lifeSteps = c.ks.steps
 	s.expectRenewal(c)
 }
 

@@ -86,10 +86,16 @@ func (c *call) step(ctx context.Context, name string) error {
 	s, ks := c.t.s, c.ks
 	ran := false
 	writes := c.stepWrites
+	// A holder whose lifetime has ended (its record released, or taken
+	// fresh after its lease) is checked against its own lifetime's steps.
+	steps := c.lifeSteps
+	if steps == nil {
+		steps = ks.steps
+	}
 	result, err := idem.Step(ctx, name, func(context.Context) ([]byte, error) {
 		ran = true
 		s.stats.StepRuns++
-		if _, done := ks.steps[name]; done {
+		if _, done := steps[name]; done {
 			s.violate(StepOnce, ks, "delivery %d ran step %q, which this record lifetime (begun at %s) completed already; store holds %s",
 				c.d.id, name, s.fmtRel(ks.lifeStart), s.curString(ks))
 		}
@@ -97,7 +103,7 @@ func (c *call) step(ctx context.Context, name string) error {
 	})
 	switch {
 	case err == nil && !ran:
-		if want, ok := ks.steps[name]; !ok || want != string(result) {
+		if want, ok := steps[name]; !ok || want != string(result) {
 			s.violate(StepResult, ks, "delivery %d skipped step %q with result %q, but this record lifetime (begun at %s) recorded %s; store holds %s",
 				c.d.id, name, result, s.fmtRel(ks.lifeStart), stepRecorded(want, ok), s.curString(ks))
 		}
