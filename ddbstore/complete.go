@@ -177,7 +177,7 @@ func (s *Store) dropUnknownSteps(ctx context.Context, item map[string]types.Attr
 	}
 	for name := range st.names {
 		if !known[name] && !slices.Contains(dropNames, name) {
-			dropNames, cost = append(dropNames, name), cost+len(name)+stepRefSize+8
+			dropNames, cost = append(dropNames, name), cost+refCost(core.Step{Name: name})
 		}
 	}
 	if len(drop) == 0 {
@@ -201,13 +201,8 @@ func (s *Store) dropUnknownSteps(ctx context.Context, item map[string]types.Attr
 func (s *Store) dropInput(stored core.Record, st storedSteps, drop []int, dropNames []string, cost int) *dynamodb.UpdateItemInput {
 	names := maps.Clone(s.parts.completeNames)
 	names["#steps"], names["#ssize"] = s.names.Steps, s.names.StepsSize
-	values := map[string]types.AttributeValue{
-		":in_progress": s.parts.inProgress,
-		":tok":         &types.AttributeValueMemberS{Value: stored.LeaseToken},
-		":now_s":       num(stored.UpdatedAt.Unix()), ":now_ms": num(stored.UpdatedAt.UnixMilli()),
-		":drop_names": &types.AttributeValueMemberSS{Value: dropNames},
-		":drop_cost":  num(int64(-cost)),
-	}
+	values := s.completeValues(stored)
+	values[":drop_names"], values[":drop_cost"] = &types.AttributeValueMemberSS{Value: dropNames}, num(int64(-cost))
 	cond := completeCondition + " AND " + s.stepCount(len(st.names), names, values)
 	removes := make([]string, len(drop))
 	for i, idx := range drop {
@@ -215,7 +210,7 @@ func (s *Store) dropInput(stored core.Record, st storedSteps, drop []int, dropNa
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                 s.parts.table,
-		Key:                       s.keyIn(s.encode(stored, nil, "")),
+		Key:                       s.keyOf(stored.Key),
 		UpdateExpression:          aws.String("REMOVE " + strings.Join(removes, ", ") + " DELETE #names :drop_names ADD #ssize :drop_cost"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
@@ -230,11 +225,7 @@ func (s *Store) keepingInput(stored core.Record, missing []core.Step, ttl int64)
 	bare := stored
 	bare.Steps = nil
 	names := maps.Clone(s.parts.completeNames)
-	values := map[string]types.AttributeValue{
-		":in_progress": s.parts.inProgress,
-		":tok":         &types.AttributeValueMemberS{Value: stored.LeaseToken},
-		":now_s":       num(stored.UpdatedAt.Unix()), ":now_ms": num(stored.UpdatedAt.UnixMilli()),
-	}
+	values := s.completeValues(stored)
 	cond := completeCondition + " AND " + s.stepCount(len(stored.Steps)-len(missing), names, values) +
 		" AND " + s.untilClause(stored.ExpiresAt, names, values)
 	if len(missing) == 0 {

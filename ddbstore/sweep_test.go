@@ -2,8 +2,6 @@ package ddbstore_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"maps"
 	"slices"
@@ -77,7 +75,7 @@ func newSweepTable(t *testing.T) *sweepTable {
 	st.succeed(t, "evt:done", b)
 	// A result too large for the record's one write unit is kept in a
 	// result item of its own, which retention ends with its record's.
-	st.succeedWith(t, "evt:big", noisyResult(4096), b)
+	st.succeedWith(t, "evt:big", randomBytes(4096), b)
 	failed := st.reserve(t, "evt:failed", "tok-failed", b, b.Add(time.Minute))
 	if _, err := f.store.Complete(context.Background(), core.Fail(failed, errors.New("declined"), false, b, time.Hour)); err != nil {
 		t.Fatal(err)
@@ -105,16 +103,6 @@ func newSweepTable(t *testing.T) *sweepTable {
 		t.Fatal(err)
 	}
 	return st
-}
-
-// noisyResult returns a JSON string of n bytes that does not compress.
-func noisyResult(n int) []byte {
-	var b strings.Builder
-	b.WriteByte('"')
-	for h := sha256.Sum256([]byte("sweep")); b.Len() < n-1; h = sha256.Sum256(h[:]) {
-		b.WriteString(hex.EncodeToString(h[:]))
-	}
-	return []byte(b.String()[:n-1] + `"`)
 }
 
 // kind names e for the tests: its record's key, and "step" or "result"
@@ -282,7 +270,7 @@ func TestSweepSharedTable(t *testing.T) {
 			if err := s.Reserve(ctx, big, nil, base); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Complete(ctx, core.Succeed(big, noisyResult(4096), base, time.Hour)); err != nil {
+			if _, err := s.Complete(ctx, core.Succeed(big, randomBytes(4096), base, time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			pk := "orders#" + key

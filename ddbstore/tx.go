@@ -264,16 +264,22 @@ func (s *Store) CompleteStaged(ctx context.Context, rec core.Record, staged []an
 // Complete's PutItem, and the record's Put in a transaction.
 func (s *Store) completePut(item map[string]types.AttributeValue, rec core.Record) *types.Put {
 	return &types.Put{
-		TableName:                s.parts.table,
-		Item:                     item,
-		ConditionExpression:      s.parts.completeCondition,
-		ExpressionAttributeNames: s.parts.completeNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":in_progress": s.parts.inProgress,
-			":tok":         &types.AttributeValueMemberS{Value: rec.LeaseToken},
-			":now_s":       num(rec.UpdatedAt.Unix()), ":now_ms": num(rec.UpdatedAt.UnixMilli()),
-		},
+		TableName:                           s.parts.table,
+		Item:                                item,
+		ConditionExpression:                 s.parts.completeCondition,
+		ExpressionAttributeNames:            s.parts.completeNames,
+		ExpressionAttributeValues:           s.completeValues(rec),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// completeValues are the values of completeCondition's placeholders for a
+// completion of rec: the caller's lease token and the completion's time.
+func (s *Store) completeValues(rec core.Record) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":in_progress": s.parts.inProgress,
+		":tok":         &types.AttributeValueMemberS{Value: rec.LeaseToken},
+		":now_s":       num(rec.UpdatedAt.Unix()), ":now_ms": num(rec.UpdatedAt.UnixMilli()),
 	}
 }
 

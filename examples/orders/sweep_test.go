@@ -42,7 +42,9 @@ func TestSweeperDeletesEveryFunctionsExpiredRecords(t *testing.T) {
 	if _, err := ddbstore.CreateTable(c, db, table); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 
 	now := time.Now().Truncate(time.Second)
 	write := func(function, key string, at time.Time) {
